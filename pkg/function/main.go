@@ -1,0 +1,140 @@
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/utils/clock"
+
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+)
+
+// Config is the runtime's configuration, read from the environment (see docs/configuration.md).
+type Config struct {
+	// Port is where CloudEvents, /healthz, /readyz and /metrics are served; Knative sets it.
+	Port int `envconfig:"PORT" default:"8080"`
+	kube.ClientConfig
+	EventTimeout     time.Duration `envconfig:"EVENT_TIMEOUT" default:"30s"`
+	SweepTimeout     time.Duration `envconfig:"SWEEP_TIMEOUT" default:"4m"`
+	SweepConcurrency int           `envconfig:"SWEEP_CONCURRENCY" default:"8"`
+	ListPageSize     int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
+	ConflictRetries  int           `envconfig:"CONFLICT_RETRIES" default:"3"`
+	LogLevel         slog.Level    `envconfig:"LOG_LEVEL" default:"info"`
+	// ShutdownTimeout bounds how long in-flight events may finish after SIGTERM; Knative's
+	// default termination grace period is 30s.
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"25s"`
+}
+
+// Options returns the runtime options of the configuration.
+func (c Config) Options() Options {
+	return Options{
+		EventTimeout:     c.EventTimeout,
+		SweepTimeout:     c.SweepTimeout,
+		SweepConcurrency: c.SweepConcurrency,
+		ListPageSize:     c.ListPageSize,
+		ConflictRetries:  c.ConflictRetries,
+	}
+}
+
+// Main runs fn until SIGTERM or SIGINT; it is all a function's main package calls.
+func Main(fn Function) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := Run(ctx, fn); err != nil {
+		slog.Error("function failed", "function", fn.Name(), "error", err)
+		os.Exit(1)
+	}
+}
+
+// Run serves fn with the configuration from the environment until ctx ends.
+func Run(ctx context.Context, fn Function) error {
+	var cfg Config
+	if err := envconfig.Process("", &cfg); err != nil {
+		return fmt.Errorf("reading configuration: %w", err)
+	}
+	log := NewLogger(cfg.LogLevel).With("function", fn.Name())
+
+	restCfg, err := cfg.RESTConfig()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	kube.NewRequestCounter(reg).Instrument(restCfg)
+	c, err := kube.NewClient(restCfg)
+	if err != nil {
+		return err
+	}
+	reconciler, err := fn.New(Deps{Client: c, Clock: clock.RealClock{}, Log: log})
+	if err != nil {
+		return fmt.Errorf("configuring function %s: %w", fn.Name(), err)
+	}
+	server, err := NewServer(fn, reconciler, c, scheme.Gardener, cfg.Options(), log, reg)
+	if err != nil {
+		return err
+	}
+	return Serve(ctx, net.JoinHostPort("", strconv.Itoa(cfg.Port)), server, reg, cfg.ShutdownTimeout, log)
+}
+
+// NewLogger logs JSON lines to stdout, the way Knative's log collection expects them.
+func NewLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+}
+
+// Serve serves handler at / with /healthz, /readyz and /metrics beside it until ctx ends,
+// then stops accepting events, fails readiness and lets in-flight events finish.
+func Serve(ctx context.Context, addr string, handler http.Handler, gatherer prometheus.Gatherer, shutdownTimeout time.Duration, log *slog.Logger) error {
+	var shuttingDown atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/", handler)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if shuttingDown.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	log.Info("serving", "address", listener.Addr().String())
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	shuttingDown.Store(true)
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

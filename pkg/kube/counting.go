@@ -1,0 +1,125 @@
+package kube
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/rest"
+)
+
+// RequestCounter counts API requests by verb, resource and response code.
+type RequestCounter struct {
+	requests *prometheus.CounterVec
+}
+
+// NewRequestCounter registers the request counter with the registerer.
+func NewRequestCounter(reg prometheus.Registerer) *RequestCounter {
+	c := &RequestCounter{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gardener_knative_api_requests_total",
+		Help: "Requests sent to the kube-apiserver, by verb, resource and response code.",
+	}, []string{"verb", "resource", "code"})}
+	reg.MustRegister(c.requests)
+	return c
+}
+
+// Instrument makes every request sent with cfg count.
+func (c *RequestCounter) Instrument(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			code := "error"
+			if err == nil {
+				code = strconv.Itoa(resp.StatusCode)
+			}
+			verb, resource := Classify(req)
+			c.requests.WithLabelValues(verb, resource, code).Inc()
+			return resp, err
+		})
+	})
+}
+
+// Total returns how many requests were counted with the given verb ("" for any).
+func (c *RequestCounter) Total(verb string) int {
+	metrics := make(chan prometheus.Metric, 64)
+	go func() { c.requests.Collect(metrics); close(metrics) }()
+	total := 0
+	for m := range metrics {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			continue
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == "verb" && (verb == "" || l.GetValue() == verb) {
+				total += int(pb.GetCounter().GetValue())
+			}
+		}
+	}
+	return total
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Classify names a request by the Kubernetes API verb and the resource it addresses
+// (group/resource, with /subresource), the way the kube-apiserver's own metrics do.
+func Classify(req *http.Request) (verb, resource string) {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	// /api/v1/... or /apis/<group>/<version>/...
+	var rest []string
+	group := ""
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		rest = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, rest = parts[1], parts[3:]
+	default:
+		return strings.ToLower(req.Method), req.URL.Path
+	}
+	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) > 2 {
+		rest = rest[2:] // namespaced resource
+	}
+	named := false
+	switch len(rest) {
+	case 0:
+		return strings.ToLower(req.Method), req.URL.Path
+	case 1:
+		resource = rest[0]
+	default:
+		resource, named = rest[0], true
+		if len(rest) >= 3 {
+			resource += "/" + rest[2]
+		}
+	}
+	if group != "" {
+		resource = group + "/" + resource
+	}
+	switch req.Method {
+	case http.MethodGet:
+		switch {
+		case named:
+			verb = "get"
+		case req.URL.Query().Get("watch") == "true":
+			verb = "watch"
+		default:
+			verb = "list"
+		}
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+		if !named {
+			verb = "deletecollection"
+		}
+	default:
+		verb = strings.ToLower(req.Method)
+	}
+	return verb, resource
+}

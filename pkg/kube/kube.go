@@ -1,0 +1,43 @@
+// Package kube builds the uncached API clients the functions and webhooks use, and counts the
+// requests they make: API requests are what a stateless control loop costs.
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+)
+
+// ClientConfig says how to reach the API server.
+type ClientConfig struct {
+	// Kubeconfig is a kubeconfig file; empty means the in-cluster configuration.
+	Kubeconfig string `envconfig:"KUBECONFIG"`
+	// QPS and Burst bound the client's request rate. client-go's defaults (5/10) would
+	// throttle a sweep over thousands of objects.
+	QPS   float32 `envconfig:"KUBE_API_QPS" default:"50"`
+	Burst int     `envconfig:"KUBE_API_BURST" default:"100"`
+}
+
+// RESTConfig loads the REST configuration from the kubeconfig file, else from the cluster.
+func (c ClientConfig) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kube client configuration (KUBECONFIG=%q): %w", c.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = c.QPS, c.Burst
+	return cfg, nil
+}
+
+// NewClient returns an uncached client for the Gardener scheme. Every read goes to the API
+// server: there is no informer cache to warm up or to keep in memory between events.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Gardener})
+	if err != nil {
+		return nil, fmt.Errorf("creating API client: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,20 @@
+// Package scheme holds the runtime scheme every function and webhook talks to the API with:
+// Kubernetes' built-in kinds and Gardener's API groups.
+package scheme
+
+import (
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// Gardener knows the built-in Kubernetes kinds and the Gardener kinds the functions use.
+var Gardener = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(kubernetesscheme.AddToScheme(Gardener))
+	utilruntime.Must(gardencorev1beta1.AddToScheme(Gardener))
+	utilruntime.Must(operationsv1alpha1.AddToScheme(Gardener))
+}

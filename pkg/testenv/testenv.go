@@ -1,0 +1,109 @@
+// Package testenv starts a real kube-apiserver and etcd (controller-runtime's envtest) with the
+// Gardener CRDs the functions need. The binaries come from hack/envtest-assets.sh, which
+// `make test` and `make run` call; they are found through KUBEBUILDER_ASSETS.
+package testenv
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
+)
+
+//go:embed crds/*.yaml
+var crdFiles embed.FS
+
+// GardenerCRDs returns the stand-in CRDs of the Gardener kinds served by gardener-apiserver.
+func GardenerCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := fs.ReadDir(crdFiles, "crds")
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, e := range entries {
+		data, err := crdFiles.ReadFile(path.Join("crds", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		more, err := DecodeCRDs(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		crds = append(crds, more...)
+	}
+	return crds, nil
+}
+
+// DecodeCRDs decodes the CRDs of a multi-document YAML file, skipping other kinds.
+func DecodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := decoder.Decode(crd); err != nil {
+			if errors.Is(err, io.EOF) {
+				return crds, nil
+			}
+			return nil, err
+		}
+		if crd.Kind == "CustomResourceDefinition" {
+			crds = append(crds, crd)
+		}
+	}
+}
+
+// Env is a running control plane.
+type Env struct {
+	*envtest.Environment
+	// Config is the admin's REST config; Client an uncached client over it.
+	Config *rest.Config
+	Client client.Client
+}
+
+// Start starts kube-apiserver and etcd with the Gardener CRDs and any extra CRDs installed.
+// It fails, never skips, when the binaries are missing: run the tests through `make test`.
+func Start(extraCRDs ...*apiextensionsv1.CustomResourceDefinition) (*Env, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
+	}
+	crds, err := GardenerCRDs()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: append(crds, extraCRDs...)},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	c, err := kube.NewClient(cfg)
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Environment: env, Config: cfg, Client: c}, nil
+}
+
+// CountingClient returns an uncached client whose requests are counted by the returned counter.
+func (e *Env) CountingClient() (client.Client, *kube.RequestCounter, error) {
+	cfg := rest.CopyConfig(e.Config)
+	counter := kube.NewRequestCounter(prometheus.NewRegistry())
+	counter.Instrument(cfg)
+	c, err := kube.NewClient(cfg)
+	return c, counter, err
+}

@@ -68,7 +68,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // (group/resource, with /subresource), the way the kube-apiserver's own metrics do.
 func Classify(req *http.Request) (verb, resource string) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	// /api/v1/... or /apis/<group>/<version>/...
+	// /api/v1/... or /apis/<group>/<version>/...; shorter paths are discovery.
 	var rest []string
 	group := ""
 	switch {
@@ -77,15 +77,15 @@ func Classify(req *http.Request) (verb, resource string) {
 	case len(parts) >= 3 && parts[0] == "apis":
 		group, rest = parts[1], parts[3:]
 	default:
-		return strings.ToLower(req.Method), req.URL.Path
+		return "discovery", req.URL.Path
 	}
 	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) > 2 {
 		rest = rest[2:] // namespaced resource
 	}
 	named := false
 	switch len(rest) {
-	case 0:
-		return strings.ToLower(req.Method), req.URL.Path
+	case 0: // /api/v1, /apis/<group>/<version>: the REST mapper's discovery
+		return "discovery", strings.Join(parts[:len(parts)-len(rest)], "/")
 	case 1:
 		resource = rest[0]
 	default:

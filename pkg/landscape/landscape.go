@@ -1,0 +1,203 @@
+// Package landscape brings up a local gardener-knative landscape: a real kube-apiserver and
+// etcd with the Gardener CRDs, every function of sources.All built and run as a local process
+// (exactly as `go build ./functions/<name>` gives it), and Knative's real source adapters
+// in-process feeding them. `make run` and the end-to-end tests use it.
+package landscape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gardener-knative/gardener-knative/pkg/localsources"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+// ModulePath is the import path functions are built from.
+const ModulePath = "github.com/gardener-knative/gardener-knative"
+
+// Options configure a landscape.
+type Options struct {
+	// Dir holds the kubeconfig and the function binaries; it must exist.
+	Dir string
+	// Feeds are the functions to run; nil means sources.All.
+	Feeds []sources.Feed
+	// Env adds environment variables (KEY=value) to the named function's process.
+	Env map[string][]string
+	// FunctionOutput receives the functions' log lines, each prefixed with its name.
+	FunctionOutput func(function string) io.Writer
+	// SourceLogger receives the source adapters' logs.
+	SourceLogger *zap.SugaredLogger
+}
+
+// Landscape is a running local landscape.
+type Landscape struct {
+	Env        *testenv.Env
+	Kubeconfig string
+	// URLs of the running functions, by name.
+	URLs      map[string]string
+	opts      Options
+	processes []*exec.Cmd
+	exited    chan error
+	sources   *localsources.Sources
+}
+
+// Start starts the control plane and the functions; the sources start with StartSources, so
+// that callers can create objects that exist before any adapter watches (they get no event).
+func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
+	if opts.Feeds == nil {
+		opts.Feeds = sources.All
+	}
+	l = &Landscape{opts: opts, URLs: map[string]string{}, exited: make(chan error, len(opts.Feeds))}
+	defer func() {
+		if err != nil {
+			_ = l.Stop()
+		}
+	}()
+	if l.Env, err = testenv.Start(); err != nil {
+		return nil, err
+	}
+	if l.Kubeconfig, err = l.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	for _, feed := range opts.Feeds {
+		if err := l.startFunction(ctx, feed.Function); err != nil {
+			return nil, fmt.Errorf("function %s: %w", feed.Function, err)
+		}
+	}
+	return l, nil
+}
+
+func (l *Landscape) writeKubeconfig() (string, error) {
+	user, err := l.Env.AddUser(envtest.User{Name: "landscape-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(l.opts.Dir, "kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+func (l *Landscape) startFunction(ctx context.Context, name string) error {
+	binary := filepath.Join(l.opts.Dir, name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", binary, ModulePath+"/functions/"+name)
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+l.Kubeconfig)
+	cmd.Env = append(cmd.Env, l.opts.Env[name]...)
+	if l.opts.FunctionOutput != nil {
+		cmd.Stdout = l.opts.FunctionOutput(name)
+		cmd.Stderr = cmd.Stdout
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	l.processes = append(l.processes, cmd)
+	go func() { l.exited <- fmt.Errorf("function %s exited: %w", name, cmd.Wait()) }()
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	l.URLs[name] = url
+	return l.waitReady(ctx, name, url)
+}
+
+func (l *Landscape) waitReady(ctx context.Context, name, url string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-l.exited:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("function %s not ready at %s after 30s", name, url)
+}
+
+// StartSources starts Knative's source adapters for every function, with ping schedules
+// overridden by schedules ("<function>/<sweep>" → cron expression).
+func (l *Landscape) StartSources(ctx context.Context, schedules map[string]string) error {
+	if l.sources != nil {
+		return errors.New("sources already started")
+	}
+	logger := l.opts.SourceLogger
+	if logger == nil {
+		logger = zap.NewNop().Sugar()
+	}
+	s, err := localsources.Start(ctx, l.opts.Feeds, localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger})
+	if err != nil {
+		return err
+	}
+	l.sources = s
+	return nil
+}
+
+// StopSources stops the source adapters.
+func (l *Landscape) StopSources() error {
+	if l.sources == nil {
+		return nil
+	}
+	err := l.sources.Stop()
+	l.sources = nil
+	return err
+}
+
+// Exited reports a function process that ended while the landscape ran.
+func (l *Landscape) Exited() <-chan error { return l.exited }
+
+// Stop stops the sources, the functions (SIGTERM, as Knative does) and the control plane.
+func (l *Landscape) Stop() error {
+	errs := []error{l.StopSources()}
+	for _, p := range l.processes {
+		if p.ProcessState == nil {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for range l.processes {
+		select {
+		case <-l.exited:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	if l.Env != nil {
+		errs = append(errs, l.Env.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+func freePort() (int, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer listener.Close()
+	return listener.Addr().(*net.TCPAddr).Port, nil
+}

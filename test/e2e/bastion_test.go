@@ -1,0 +1,190 @@
+// Package e2e runs the function binaries as processes against a real kube-apiserver and etcd,
+// fed by Knative's real ApiServerSource adapter and PingSource runner (in-process), and
+// watches them converge the cluster.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/landscape"
+)
+
+var (
+	land *landscape.Landscape
+	logs syncBuffer
+)
+
+// noSweep is a schedule that never fires while a test runs, so that only events can act.
+const noSweep = "0 0 1 1 *"
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gardener-knative-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	land, err = landscape.Start(context.Background(), landscape.Options{
+		Dir:            dir,
+		FunctionOutput: func(string) io.Writer { return &logs },
+		Env:            map[string][]string{"bastion": {"LOG_LEVEL=debug"}},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "function logs:\n%s\n", logs.String())
+	}
+	if err := land.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startSources(t *testing.T, schedules map[string]string) {
+	t.Helper()
+	require.NoError(t, land.StartSources(context.Background(), schedules))
+	t.Cleanup(func() { require.NoError(t, land.StopSources()) })
+}
+
+// waitForWatches returns once the ApiServerSource adapter delivers events of both kinds: each
+// watch starts after an initial LIST whose objects produce no event, and the adapter gives no
+// other sign. A Bastion without a Shoot is deleted on its own event; a Bastion whose Shoot is
+// deleted goes on the Shoot's event. Their disappearance is the sign.
+func waitForWatches(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	ns := namespace(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		require.True(t, time.Now().Before(deadline), "the ApiServerSource adapter delivered no events within 30s")
+		orphan := createBastion(t, ns, fmt.Sprintf("canary-orphan-%d", i), "no-shoot", time.Now().Add(time.Hour))
+		if !eventually(gone(orphan), 2*time.Second) {
+			continue
+		}
+		shoot := createShoot(t, ns, fmt.Sprintf("canary-shoot-%d", i))
+		b := createBastion(t, ns, fmt.Sprintf("canary-%d", i), shoot.Name, time.Now().Add(time.Hour))
+		require.NoError(t, land.Env.Client.Delete(ctx, shoot))
+		if eventually(gone(b), 2*time.Second) {
+			return
+		}
+	}
+}
+
+func eventually(condition func() bool, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if condition() {
+			return true
+		}
+	}
+	return false
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-e2e-"}}
+	require.NoError(t, land.Env.Client.Create(context.Background(), ns))
+	return ns.Name
+}
+
+func createShoot(t *testing.T, ns, name string) *gardencorev1beta1.Shoot {
+	t.Helper()
+	s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	s.Spec.SeedName = ptr.To("local")
+	require.NoError(t, land.Env.Client.Create(context.Background(), s))
+	return s
+}
+
+func createBastion(t *testing.T, ns, name, shoot string, expiresAt time.Time) *operationsv1alpha1.Bastion {
+	t.Helper()
+	ctx := context.Background()
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	b.Spec.ShootRef.Name = shoot
+	b.Spec.SeedName = ptr.To("local")
+	require.NoError(t, land.Env.Client.Create(ctx, b))
+	b.Status.ExpirationTimestamp = &metav1.Time{Time: expiresAt}
+	require.NoError(t, land.Env.Client.Status().Update(ctx, b))
+	return b
+}
+
+func gone(b *operationsv1alpha1.Bastion) func() bool {
+	return func() bool {
+		err := land.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), &operationsv1alpha1.Bastion{})
+		return apierrors.IsNotFound(err)
+	}
+}
+
+func TestShootDeletionTakesItsBastionThroughEvents(t *testing.T) {
+	startSources(t, map[string]string{"bastion/resync": noSweep})
+	waitForWatches(t)
+	ns := namespace(t)
+	shoot := createShoot(t, ns, "shoot")
+	b := createBastion(t, ns, "bastion", "shoot", time.Now().Add(time.Hour))
+	other := createBastion(t, ns, "other", "other-shoot-that-will-exist", time.Now().Add(time.Hour))
+	createShoot(t, ns, "other-shoot-that-will-exist")
+
+	require.NoError(t, land.Env.Client.Delete(context.Background(), shoot))
+	require.Eventually(t, gone(b), 20*time.Second, 100*time.Millisecond, "the Shoot's delete event must take its Bastion")
+	assert.False(t, gone(other)(), "a Bastion of another Shoot stays")
+}
+
+func TestSweepDeletesExpiredBastion(t *testing.T) {
+	startSources(t, map[string]string{"bastion/resync": "*/1 * * * * *"})
+	ns := namespace(t)
+	createShoot(t, ns, "shoot")
+	expiring := createBastion(t, ns, "expiring", "shoot", time.Now().Add(2*time.Second))
+	live := createBastion(t, ns, "live", "shoot", time.Now().Add(time.Hour))
+
+	require.Eventually(t, gone(expiring), 20*time.Second, 100*time.Millisecond, "the sweep must delete the expired Bastion")
+	assert.False(t, gone(live)(), "a live Bastion stays")
+}
+
+// ApiServerSource does not replay objects that exist when it starts: only the sweep can find
+// a Bastion orphaned before the adapter ran.
+func TestSweepConvergesObjectsThatExistedBeforeTheSources(t *testing.T) {
+	ns := namespace(t)
+	orphan := createBastion(t, ns, "orphan", "never-existed", time.Now().Add(time.Hour))
+	createShoot(t, ns, "shoot")
+	live := createBastion(t, ns, "live", "shoot", time.Now().Add(time.Hour))
+
+	startSources(t, map[string]string{"bastion/resync": "*/1 * * * * *"})
+	require.Eventually(t, gone(orphan), 20*time.Second, 100*time.Millisecond, "the sweep must delete the orphan")
+	assert.False(t, gone(live)())
+}
+
+// syncBuffer collects the functions' output from several processes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

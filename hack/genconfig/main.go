@@ -1,0 +1,52 @@
+// Command genconfig writes the generated manifests of config/ from sources/: one
+// <function>-sources.yaml per feed in sources.All (see pkg/configgen). Run it from the
+// repository root after changing sources/:
+//
+//	go run ./hack/genconfig
+//
+// With -check it writes nothing and fails when config/ is out of date.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+func main() {
+	dir := flag.String("dir", "config", "directory to write the generated manifests into")
+	check := flag.Bool("check", false, "only check that the directory is up to date")
+	flag.Parse()
+	if err := run(*dir, *check); err != nil {
+		fmt.Fprintln(os.Stderr, "genconfig:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string, check bool) error {
+	files, err := configgen.Generate(sources.All)
+	if err != nil {
+		return err
+	}
+	if check {
+		problems, err := configgen.Diff(dir, files)
+		if err != nil {
+			return err
+		}
+		for _, p := range problems {
+			fmt.Fprintf(os.Stderr, "%s/%s\n", dir, p)
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("%s is out of date with sources/: run `go run ./hack/genconfig`", dir)
+		}
+		return nil
+	}
+	changed, err := configgen.Write(dir, files)
+	for _, name := range changed {
+		fmt.Printf("%s/%s\n", dir, name)
+	}
+	return err
+}

@@ -1,0 +1,42 @@
+# gardener-knative: the two commands a new machine needs are `make run` and `make test`.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+
+# kube-apiserver and etcd for envtest, built from the Go module proxy once and cached in .cache/;
+# a recipe line that starts with $(ASSETS) stops when they cannot be provided.
+ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
+
+.PHONY: run test build generate check-generated bench fuzz envtest-assets
+
+## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
+run:
+	$(ASSETS) go run ./hack/landscape
+
+## test: every test: unit, integration (envtest) and end-to-end, plus vet and formatting
+test:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
+	go vet ./...
+	$(ASSETS) go test -count=1 ./...
+
+build:
+	go build ./...
+
+## generate: regenerate the manifests in config/ that derive from sources/
+generate:
+	go run ./hack/genconfig
+
+## bench: benchmarks (speed and allocations), never run as tests
+bench:
+	$(ASSETS) go test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: run each fuzz target for FUZZTIME (their seed corpora run in `make test`)
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$(go list ./...); do \
+	  for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+envtest-assets:
+	hack/envtest-assets.sh

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// createSamples creates a project namespace with a Shoot and Bastions that show each way the
+// bastion function acts: one already expired, one whose Shoot does not exist, one that
+// expires two minutes after start and one that lives on.
+func createSamples(ctx context.Context, c client.Client) error {
+	const ns = "garden-dev"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns}}
+	shoot.Spec.SeedName = ptr.To("local")
+	if err := c.Create(ctx, shoot); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, sample := range []struct {
+		name, shoot string
+		expires     time.Time
+	}{
+		{"expired", "local", now.Add(-time.Minute)},
+		{"orphan", "deleted-long-ago", now.Add(time.Hour)},
+		{"expires-in-2m", "local", now.Add(2 * time.Minute)},
+		{"live", "local", now.Add(12 * time.Hour)},
+	} {
+		b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: sample.name, Namespace: ns}}
+		b.Spec.ShootRef.Name = sample.shoot
+		b.Spec.SeedName = ptr.To("local")
+		if err := c.Create(ctx, b); err != nil {
+			return err
+		}
+		b.Status.ExpirationTimestamp = &metav1.Time{Time: sample.expires}
+		if err := c.Status().Update(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}

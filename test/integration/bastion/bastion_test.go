@@ -56,7 +56,7 @@ type fixture struct {
 	sender  cloudevents.Client
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	c, counter, err := env.CountingClient()
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) shoot(t *testing.T, name, seed string, finalizers ...string) *gardencorev1beta1.Shoot {
+func (f *fixture) shoot(t testing.TB, name, seed string, finalizers ...string) *gardencorev1beta1.Shoot {
 	t.Helper()
 	s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Finalizers: finalizers}}
 	s.Spec.SeedName = ptr.To(seed)
@@ -86,7 +86,7 @@ func (f *fixture) shoot(t *testing.T, name, seed string, finalizers ...string) *
 	return s
 }
 
-func (f *fixture) bastion(t *testing.T, name, shoot, seed string, expiresIn *time.Duration) *operationsv1alpha1.Bastion {
+func (f *fixture) bastion(t testing.TB, name, shoot, seed string, expiresIn *time.Duration) *operationsv1alpha1.Bastion {
 	t.Helper()
 	ctx := context.Background()
 	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
@@ -101,7 +101,7 @@ func (f *fixture) bastion(t *testing.T, name, shoot, seed string, expiresIn *tim
 }
 
 // send delivers an ApiServerSource event in Reference mode, as the adapter would.
-func (f *fixture) send(t *testing.T, eventType string, obj client.Object, apiVersion, kind string) {
+func (f *fixture) send(t testing.TB, eventType string, obj client.Object, apiVersion, kind string) {
 	t.Helper()
 	e := cloudevents.NewEvent()
 	e.SetID(fmt.Sprintf("%s-%d", obj.GetName(), time.Now().UnixNano()))
@@ -112,15 +112,15 @@ func (f *fixture) send(t *testing.T, eventType string, obj client.Object, apiVer
 	require.True(t, cloudevents.IsACK(result), "event not acknowledged: %v", result)
 }
 
-func (f *fixture) sendBastion(t *testing.T, b *operationsv1alpha1.Bastion) {
+func (f *fixture) sendBastion(t testing.TB, b *operationsv1alpha1.Bastion) {
 	f.send(t, function.RefUpdateEventType, b, "operations.gardener.cloud/v1alpha1", "Bastion")
 }
 
-func (f *fixture) sendShoot(t *testing.T, eventType string, s *gardencorev1beta1.Shoot) {
+func (f *fixture) sendShoot(t testing.TB, eventType string, s *gardencorev1beta1.Shoot) {
 	f.send(t, eventType, s, "core.gardener.cloud/v1beta1", "Shoot")
 }
 
-func (f *fixture) sweep(t *testing.T) {
+func (f *fixture) sweep(t testing.TB) {
 	t.Helper()
 	e := cloudevents.NewEvent()
 	e.SetID(fmt.Sprintf("ping-%d", time.Now().UnixNano()))
@@ -131,7 +131,7 @@ func (f *fixture) sweep(t *testing.T) {
 	require.True(t, cloudevents.IsACK(result), "ping not acknowledged: %v", result)
 }
 
-func exists(t *testing.T, b *operationsv1alpha1.Bastion) bool {
+func exists(t testing.TB, b *operationsv1alpha1.Bastion) bool {
 	t.Helper()
 	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), &operationsv1alpha1.Bastion{})
 	if apierrors.IsNotFound(err) {
@@ -314,7 +314,7 @@ func TestAPIRequestCost(t *testing.T) {
 	t.Logf("no-op sweep over %d Bastions: %d GET, %d LIST, %d DELETE", 1000+others, gets, lists, deletes)
 }
 
-func countBastionsOutside(t *testing.T, ns string) int {
+func countBastionsOutside(t testing.TB, ns string) int {
 	t.Helper()
 	list := &operationsv1alpha1.BastionList{}
 	require.NoError(t, env.Client.List(context.Background(), list))

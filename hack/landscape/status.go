@@ -66,7 +66,7 @@ func (s *status) digest(function string, line []byte) {
 	switch msg {
 	case "event handled":
 		c.events++
-	case "event failed, sender will retry", "event not handled":
+	case "event failed, sender will retry", "event rejected", "event not handled":
 		c.events++
 		c.failed++
 		s.last = fmt.Sprintf("%s: %s (%v)", function, msg, entry["reason"])

@@ -103,6 +103,8 @@ func (s *Server) answer(w http.ResponseWriter, eventType string, start time.Time
 		s.log.Debug("event handled", attrs...)
 	case outcome == "retry":
 		s.log.Warn("event failed, sender will retry", append(attrs, "reason", reason)...)
+	case outcome == "rejected":
+		s.log.Warn("event rejected", append(attrs, "reason", reason)...)
 	default:
 		s.log.Error("event not handled", append(attrs, "reason", reason)...)
 	}

@@ -100,8 +100,12 @@ func Start(extraCRDs ...*apiextensionsv1.CustomResourceDefinition) (*Env, error)
 }
 
 // CountingClient returns an uncached client whose requests are counted by the returned counter.
-func (e *Env) CountingClient() (client.Client, *kube.RequestCounter, error) {
+// With a user name, the client impersonates that user (e.g. a function's ServiceAccount).
+func (e *Env) CountingClient(impersonate ...string) (client.Client, *kube.RequestCounter, error) {
 	cfg := rest.CopyConfig(e.Config)
+	if len(impersonate) > 0 {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate[0]}
+	}
 	counter := kube.NewRequestCounter(prometheus.NewRegistry())
 	counter.Instrument(cfg)
 	c, err := kube.NewClient(cfg)

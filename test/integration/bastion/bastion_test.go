@@ -56,9 +56,10 @@ type fixture struct {
 	sender  cloudevents.Client
 }
 
-func newFixture(t testing.TB) *fixture {
+// newFixture serves the function as the admin, or as the given user.
+func newFixture(t testing.TB, user ...string) *fixture {
 	t.Helper()
-	c, counter, err := env.CountingClient()
+	c, counter, err := env.CountingClient(user...)
 	require.NoError(t, err)
 	f := &fixture{c: c, counter: counter, clock: testclock.NewFakeClock(time.Now())}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-"}}

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -245,13 +244,4 @@ func safely[T any](f func() (T, error)) (result T, err error) {
 		}
 	}()
 	return f()
-}
-
-// GroupKindOf is a convenience for declaring Watches from a typed object.
-func GroupKindOf(scheme *runtime.Scheme, obj runtime.Object) schema.GroupKind {
-	gvks, _, err := scheme.ObjectKinds(obj)
-	if err != nil || len(gvks) == 0 {
-		panic(fmt.Sprintf("%T is not in the scheme: %v", obj, err))
-	}
-	return gvks[0].GroupKind()
 }

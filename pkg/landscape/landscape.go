@@ -143,7 +143,7 @@ func (l *Landscape) waitReady(ctx context.Context, name, url string) error {
 }
 
 // StartSources starts Knative's source adapters for every function, with ping schedules
-// overridden by schedules ("<function>/<sweep>" → cron expression).
+// overridden by schedules (PingSource name, e.g. "bastion-resync" → cron expression).
 func (l *Landscape) StartSources(ctx context.Context, schedules map[string]string) error {
 	if l.sources != nil {
 		return errors.New("sources already started")

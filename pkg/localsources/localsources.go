@@ -1,20 +1,19 @@
 // Package localsources runs Knative's real ApiServerSource adapter and PingSource runner
-// in-process, configured from the feeds in sources/, so that a local landscape and the
-// end-to-end tests deliver exactly the events a Knative cluster would, with the same
-// encoding, attributes, retries and (lack of) replay.
+// in-process, configured from the very source objects config/ deploys (pkg/configgen), so
+// that a local landscape and the end-to-end tests deliver exactly the events a Knative cluster
+// would, with the same encoding, attributes, retries and (lack of) replay.
 package localsources
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -25,16 +24,13 @@ import (
 	"knative.dev/eventing/pkg/adapter/v2"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	kubeclient "knative.dev/pkg/client/injection/kube/client"
 	"knative.dev/pkg/injection/clients/dynamicclient"
 	"knative.dev/pkg/logging"
 
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
-
-// Namespace is where the local sources pretend to live (it appears in PingSource event sources).
-const Namespace = "gardener-knative"
 
 // Options configure the local sources.
 type Options struct {
@@ -42,7 +38,8 @@ type Options struct {
 	Config *rest.Config
 	// Sinks maps a function's name to the URL its events are sent to.
 	Sinks map[string]string
-	// Schedules overrides ping schedules, keyed "<function>/<sweep>" (tests sweep every second).
+	// Schedules overrides ping schedules by PingSource name, e.g. "bastion-resync" (tests
+	// sweep every second).
 	Schedules map[string]string
 	Logger    *zap.SugaredLogger
 }
@@ -81,23 +78,25 @@ func Start(ctx context.Context, feeds []sources.Feed, opts Options) (*Sources, e
 			cancel()
 			return nil, fmt.Errorf("no sink for function %s", feed.Function)
 		}
-		if len(feed.Resources) > 0 {
-			a, err := newAPIServerSourceAdapter(ctx, feed, sink)
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			s.run(func() error { return a.Start(ctx) })
+		objs, err := configgen.Objects(feed)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
-		for _, ping := range feed.Pings {
-			source, err := pingSource(feed, ping, sink, opts.Schedules)
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			if runner.AddSchedule(source) < 0 {
-				cancel()
-				return nil, fmt.Errorf("ping %s/%s: invalid schedule %q", feed.Function, ping.Sweep, source.Spec.Schedule)
+		for _, obj := range objs {
+			switch source := obj.(type) {
+			case *sourcesv1.ApiServerSource:
+				a, err := newAPIServerSourceAdapter(ctx, source, sink)
+				if err != nil {
+					cancel()
+					return nil, err
+				}
+				s.run(func() error { return a.Start(ctx) })
+			case *sourcesv1.PingSource:
+				if err := addPingSource(runner, source, sink, opts.Schedules); err != nil {
+					cancel()
+					return nil, err
+				}
 			}
 		}
 	}
@@ -129,38 +128,52 @@ func (s *Sources) Stop() error {
 	return nil
 }
 
-// SourceConfig is the adapter configuration (K_SOURCE_CONFIG) the ApiServerSource controller
-// would derive from the feed: every namespace, the feed's resources and mode.
-func SourceConfig(feed sources.Feed) apiserver.Config {
-	cfg := apiserver.Config{AllNamespaces: true, EventMode: string(feed.Mode)}
-	for _, r := range feed.Resources {
-		cfg.Resources = append(cfg.Resources, apiserver.ResourceWatch{
-			GVR:           schema.GroupVersionResource{Group: r.Group(), Version: r.Version(), Resource: r.Plural},
-			LabelSelector: r.LabelSelector,
-		})
+// SourceConfig is the adapter configuration (K_SOURCE_CONFIG) Knative's ApiServerSource
+// controller derives from the source: every namespace for an empty namespace selector, the
+// resource of each kind guessed from the kind as Knative does, the mode.
+func SourceConfig(source *sourcesv1.ApiServerSource) (apiserver.Config, error) {
+	if source.Spec.NamespaceSelector == nil || len(source.Spec.NamespaceSelector.MatchLabels)+len(source.Spec.NamespaceSelector.MatchExpressions) > 0 {
+		return apiserver.Config{}, fmt.Errorf("ApiServerSource %s: only an empty namespace selector (all namespaces) runs locally", source.Name)
 	}
-	return cfg
+	cfg := apiserver.Config{AllNamespaces: true, EventMode: source.Spec.EventMode}
+	for _, r := range source.Spec.Resources {
+		gvr, _ := meta.UnsafeGuessKindToResource(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind))
+		selector := ""
+		if r.LabelSelector != nil {
+			s, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
+			if err != nil {
+				return apiserver.Config{}, err
+			}
+			selector = s.String()
+		}
+		cfg.Resources = append(cfg.Resources, apiserver.ResourceWatch{GVR: gvr, LabelSelector: selector})
+	}
+	return cfg, nil
 }
 
 // envMu serialises the environment juggling below: Knative's adapters read their settings
 // only through envconfig from the process environment.
 var envMu sync.Mutex
 
-func newAPIServerSourceAdapter(ctx context.Context, feed sources.Feed, sink string) (adapter.Adapter, error) {
-	sourceConfig, err := json.Marshal(SourceConfig(feed))
+func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerSource, sink string) (adapter.Adapter, error) {
+	sourceConfig, err := SourceConfig(source)
 	if err != nil {
 		return nil, err
 	}
-	overrides, err := json.Marshal(ceOverrides(feed))
+	configJSON, err := json.Marshal(sourceConfig)
+	if err != nil {
+		return nil, err
+	}
+	overrides, err := json.Marshal(source.Spec.CloudEventOverrides)
 	if err != nil {
 		return nil, err
 	}
 	envMu.Lock()
 	defer envMu.Unlock()
 	vars := map[string]string{
-		"NAME":            feed.Function,
-		"NAMESPACE":       Namespace,
-		"K_SOURCE_CONFIG": string(sourceConfig),
+		"NAME":            source.Name,
+		"NAMESPACE":       source.Namespace,
+		"K_SOURCE_CONFIG": string(configJSON),
 		"K_SINK":          sink,
 		"K_CE_OVERRIDES":  string(overrides),
 	}
@@ -177,37 +190,27 @@ func newAPIServerSourceAdapter(ctx context.Context, feed sources.Feed, sink stri
 	env := adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
 	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: env})
 	if err != nil {
-		return nil, fmt.Errorf("ApiServerSource %s: %w", feed.Function, err)
+		return nil, fmt.Errorf("ApiServerSource %s: %w", source.Name, err)
 	}
 	return apiserver.NewAdapter(ctx, env, ceClient), nil
 }
 
-// ceOverrides tag every event with the function it is for, as config/ does.
-func ceOverrides(feed sources.Feed) *duckv1.CloudEventOverrides {
-	return &duckv1.CloudEventOverrides{Extensions: map[string]string{"gardenerfunction": feed.Function}}
-}
-
-// pingSource is the PingSource object config/ declares for the ping, as the PingSource
-// controller would hand it to the runner (with its sink resolved).
-func pingSource(feed sources.Feed, ping sources.Ping, sink string, schedules map[string]string) (*sourcesv1.PingSource, error) {
-	sinkURL, err := url.Parse(sink)
+// addPingSource hands the PingSource to the runner with its sink resolved, as Knative's
+// PingSource controller does; schedules may override its schedule by the PingSource's name.
+func addPingSource(runner interface {
+	AddSchedule(*sourcesv1.PingSource) cron.EntryID
+}, source *sourcesv1.PingSource, sink string, schedules map[string]string) error {
+	sinkURL, err := apis.ParseURL(sink)
 	if err != nil {
-		return nil, fmt.Errorf("sink of %s: %w", feed.Function, err)
+		return fmt.Errorf("sink of PingSource %s: %w", source.Name, err)
 	}
-	schedule := ping.Schedule
-	if override, ok := schedules[feed.Function+"/"+ping.Sweep]; ok {
-		schedule = override
+	source = source.DeepCopy()
+	if override, ok := schedules[source.Name]; ok {
+		source.Spec.Schedule = override
 	}
-	source := &sourcesv1.PingSource{
-		ObjectMeta: metav1.ObjectMeta{Name: strings.Join([]string{feed.Function, ping.Sweep}, "-"), Namespace: Namespace},
-		Spec: sourcesv1.PingSourceSpec{
-			SourceSpec:  duckv1.SourceSpec{CloudEventOverrides: ceOverrides(feed)},
-			Schedule:    schedule,
-			Timezone:    ping.Timezone,
-			ContentType: "application/json",
-			Data:        ping.Data(),
-		},
+	source.Status.SinkURI = sinkURL
+	if runner.AddSchedule(source) < 0 {
+		return fmt.Errorf("PingSource %s: invalid schedule %q", source.Name, source.Spec.Schedule)
 	}
-	source.Status.SinkURI = (*apis.URL)(sinkURL)
-	return source, nil
+	return nil
 }

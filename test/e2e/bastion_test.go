@@ -134,7 +134,7 @@ func gone(b *operationsv1alpha1.Bastion) func() bool {
 }
 
 func TestShootDeletionTakesItsBastionThroughEvents(t *testing.T) {
-	startSources(t, map[string]string{"bastion/resync": noSweep})
+	startSources(t, map[string]string{"bastion-resync": noSweep})
 	waitForWatches(t)
 	ns := namespace(t)
 	shoot := createShoot(t, ns, "shoot")
@@ -148,7 +148,7 @@ func TestShootDeletionTakesItsBastionThroughEvents(t *testing.T) {
 }
 
 func TestSweepDeletesExpiredBastion(t *testing.T) {
-	startSources(t, map[string]string{"bastion/resync": "*/1 * * * * *"})
+	startSources(t, map[string]string{"bastion-resync": "*/1 * * * * *"})
 	ns := namespace(t)
 	createShoot(t, ns, "shoot")
 	expiring := createBastion(t, ns, "expiring", "shoot", time.Now().Add(2*time.Second))
@@ -166,7 +166,7 @@ func TestSweepConvergesObjectsThatExistedBeforeTheSources(t *testing.T) {
 	createShoot(t, ns, "shoot")
 	live := createBastion(t, ns, "live", "shoot", time.Now().Add(time.Hour))
 
-	startSources(t, map[string]string{"bastion/resync": "*/1 * * * * *"})
+	startSources(t, map[string]string{"bastion-resync": "*/1 * * * * *"})
 	require.Eventually(t, gone(orphan), 20*time.Second, 100*time.Millisecond, "the sweep must delete the orphan")
 	assert.False(t, gone(live)())
 }

@@ -8,10 +8,15 @@ import (
 	"os"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
+
+// ResourceManagerEnv names the environment variable that points GRM webhooks at a
+// ResourceManagerConfiguration file.
+const ResourceManagerEnv = "RESOURCE_MANAGER_CONFIG"
 
 // ControllerManagerEnv names the environment variable that points GCM functions at a
 // ControllerManagerConfiguration file.
@@ -25,12 +30,23 @@ var (
 
 func init() {
 	utilruntime.Must(cmv1alpha1.AddToScheme(configScheme))
+	utilruntime.Must(rmv1alpha1.AddToScheme(configScheme))
 }
 
 // ControllerManager reads the ControllerManagerConfiguration file at path, with Gardener's
 // defaults applied. An empty path gives the defaults alone.
 func ControllerManager(path string) (*cmv1alpha1.ControllerManagerConfiguration, error) {
 	cfg := &cmv1alpha1.ControllerManagerConfiguration{}
+	if err := load(path, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// ResourceManager reads the ResourceManagerConfiguration file at path, with Gardener's
+// defaults applied. An empty path gives the defaults alone.
+func ResourceManager(path string) (*rmv1alpha1.ResourceManagerConfiguration, error) {
+	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
 	if err := load(path, cfg); err != nil {
 		return nil, err
 	}

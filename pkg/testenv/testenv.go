@@ -76,6 +76,20 @@ type Env struct {
 // Start starts kube-apiserver and etcd with the Gardener CRDs and any extra CRDs installed.
 // It fails, never skips, when the binaries are missing: run the tests through `make test`.
 func Start(extraCRDs ...*apiextensionsv1.CustomResourceDefinition) (*Env, error) {
+	return StartWith(Options{CRDs: extraCRDs})
+}
+
+// Options tune the control plane.
+type Options struct {
+	// CRDs are installed besides the Gardener CRDs.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// APIServerArgs set kube-apiserver flags (name without dashes → value), e.g.
+	// "authorization-mode": "RBAC,Webhook".
+	APIServerArgs map[string]string
+}
+
+// StartWith starts a control plane with the given options.
+func StartWith(opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
 	}
@@ -84,8 +98,11 @@ func Start(extraCRDs ...*apiextensionsv1.CustomResourceDefinition) (*Env, error)
 		return nil, err
 	}
 	env := &envtest.Environment{
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: append(crds, extraCRDs...)},
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: append(crds, opts.CRDs...)},
 		ErrorIfCRDPathMissing: true,
+	}
+	for name, value := range opts.APIServerArgs {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,90 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Admission serves an admission handler: controller-runtime decodes the AdmissionReview
+// (v1 or v1beta1) and answers malformed or wrong-kind requests with a well-formed error
+// response; panics are recovered into an error response.
+func Admission(name, path string, handler admission.Handler, log *slog.Logger) Webhook {
+	base := logrFrom(log.With("webhook", name))
+	wh := &admission.Webhook{
+		Handler: countOutcomes(name, handler),
+		LogConstructor: func(_ logr.Logger, req *admission.Request) logr.Logger {
+			return admission.DefaultLogConstructor(base, req)
+		},
+	}
+	wh.WithRecoverPanic(true)
+	return Webhook{Name: name, Path: path, Handler: wh}
+}
+
+// admissionResponses counts admission answers by outcome; every server registers it.
+var admissionResponses = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "gardener_knative_admission_responses_total",
+	Help: "Admission responses by webhook and outcome (allowed, patched, denied, errored).",
+}, []string{"webhook", "outcome"})
+
+func countOutcomes(name string, handler admission.Handler) admission.Handler {
+	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		resp := handler.Handle(ctx, req)
+		outcome := "allowed"
+		switch {
+		case resp.Result != nil && resp.Result.Code >= 400 && resp.Result.Code != http.StatusForbidden:
+			outcome = "errored"
+		case !resp.Allowed:
+			outcome = "denied"
+		case len(resp.Patches) > 0:
+			outcome = "patched"
+		}
+		admissionResponses.WithLabelValues(name, outcome).Inc()
+		return resp
+	})
+}
+
+// Decode decodes the request's object (or, for DELETE, the old object) into obj.
+func Decode(req admission.Request, obj runtime.Object) error {
+	raw := req.Object.Raw
+	if req.Operation == admissionv1.Delete {
+		raw = req.OldObject.Raw
+	}
+	return json.Unmarshal(raw, obj)
+}
+
+// Patch answers with the JSON patch from the request's object to mutated (no patch when
+// nothing changed).
+func Patch(req admission.Request, mutated any) admission.Response {
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// MutatorFunc mutates a decoded object of type T in place, or returns an error that is
+// answered as a denial.
+type MutatorFunc[T runtime.Object] func(ctx context.Context, req admission.Request, obj T) error
+
+// Mutator adapts a MutatorFunc over objects of type T (new returns an empty T) into an
+// admission handler: it decodes, mutates and answers with the patch.
+func Mutator[T runtime.Object](newObj func() T, mutate MutatorFunc[T]) admission.Handler {
+	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		obj := newObj()
+		if err := Decode(req, obj); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if err := mutate(ctx, req, obj); err != nil {
+			return admission.Errored(http.StatusUnprocessableEntity, err)
+		}
+		return Patch(req, obj)
+	})
+}

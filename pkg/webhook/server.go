@@ -1,0 +1,143 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+)
+
+// ServeOptions say how to serve.
+type ServeOptions struct {
+	Addr string
+	// CertFile and KeyFile enable TLS (≥ 1.2); both files are watched and reloaded when they
+	// change. Empty means plain HTTP, for TLS terminated by the Knative ingress.
+	CertFile, KeyFile string
+	RequestTimeout    time.Duration
+	ShutdownTimeout   time.Duration
+	// Ready is told the listener's address once the server accepts connections.
+	Ready func(addr net.Addr)
+}
+
+// serverMetrics count the webhooks' requests.
+type serverMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
+	m := &serverMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gardener_knative_webhook_requests_total",
+			Help: "Webhook requests by webhook and HTTP code (admission outcomes are in gardener_knative_admission_responses_total).",
+		}, []string{"webhook", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gardener_knative_webhook_request_duration_seconds",
+			Help:    "Time to answer a webhook request, by webhook.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"webhook"}),
+	}
+	reg.MustRegister(m.requests, m.latency, admissionResponses)
+	return m
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.code = code; r.ResponseWriter.WriteHeader(code) }
+
+// instrument counts and times each request and turns a panic into a 500 instead of a crash.
+func (m *serverMetrics) instrument(name string, next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		defer func() {
+			if v := recover(); v != nil {
+				log.Error("webhook panicked", "webhook", name, "panic", v, "stack", string(debug.Stack()))
+				rec.code = http.StatusInternalServerError
+				http.Error(w, fmt.Sprintf("webhook %s failed", name), http.StatusInternalServerError)
+			}
+			m.requests.WithLabelValues(name, strconv.Itoa(rec.code)).Inc()
+			m.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// Serve serves the webhooks at their paths, with /healthz, /readyz and /metrics, until ctx
+// ends; then it fails readiness and lets in-flight requests finish.
+func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prometheus.Registry, log *slog.Logger) error {
+	metrics := newServerMetrics(reg)
+	var shuttingDown atomic.Bool
+	mux := http.NewServeMux()
+	for _, wh := range webhooks {
+		mux.Handle(wh.Path, metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log))
+	}
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if shuttingDown.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+
+	listener, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", opts.Addr, err)
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if opts.CertFile != "" || opts.KeyFile != "" {
+		watcher, err := certwatcher.New(opts.CertFile, opts.KeyFile)
+		if err != nil {
+			listener.Close()
+			return fmt.Errorf("loading TLS certificate: %w", err)
+		}
+		go func() {
+			if err := watcher.Start(ctx); err != nil {
+				log.Error("watching TLS certificate failed", "error", err)
+			}
+		}()
+		listener = tls.NewListener(listener, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate, NextProtos: []string{"h2", "http/1.1"}})
+	}
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	names := make([]string, 0, len(webhooks))
+	for _, wh := range webhooks {
+		names = append(names, wh.Name+"="+wh.Path)
+	}
+	log.Info("serving", "address", listener.Addr().String(), "tls", opts.CertFile != "", "webhooks", names)
+	if opts.Ready != nil {
+		opts.Ready(listener.Addr())
+	}
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	shuttingDown.Store(true)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

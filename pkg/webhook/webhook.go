@@ -1,0 +1,64 @@
+// Package webhook is the runtime of GRM's admission and authorization webhooks: one HTTP(S)
+// server that serves each enabled webhook at Gardener's path, with TLS from certificate files
+// that are reloaded when they change (or plain HTTP behind Knative's ingress), panic recovery,
+// request timeouts, /healthz, /readyz, Prometheus metrics and structured logs.
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+)
+
+// Webhook is one webhook served at a path.
+type Webhook struct {
+	// Name is the webhook's name in metrics, logs and WEBHOOKS (e.g. "high-availability-config").
+	Name string
+	// Path is where Gardener serves it, e.g. "/webhooks/high-availability-config".
+	Path string
+	// Handler answers AdmissionReviews (see Admission) or SubjectAccessReviews (see Authorization).
+	Handler http.Handler
+}
+
+// Deps are what a webhook's constructor gets.
+type Deps struct {
+	// Source reads the cluster the server runs in (the seed): e.g. the shoot's Machines in its
+	// control-plane namespace.
+	Source client.Reader
+	// Target reads the cluster whose requests are admitted (the seed itself or a shoot).
+	Target client.Reader
+	// Config is GRM's component configuration, defaulted; its webhooks section configures
+	// each webhook.
+	Config *rmv1alpha1.ResourceManagerConfiguration
+	Clock  clock.PassiveClock
+	Log    *slog.Logger
+}
+
+// Constructor builds a webhook.
+type Constructor struct {
+	// Name is the webhook's name (as in WEBHOOKS).
+	Name string
+	// Enabled says whether GRM's component configuration enables it.
+	Enabled func(*rmv1alpha1.ResourceManagerConfiguration) bool
+	New     func(Deps) (Webhook, error)
+}
+
+// logrFrom adapts slog for controller-runtime's admission package.
+func logrFrom(log *slog.Logger) logr.Logger { return logr.FromSlogHandler(log.Handler()) }
+
+// withTimeout bounds every request: the kube-apiserver gives up after the webhook's
+// timeoutSeconds anyway, and a webhook must never hang.
+func withTimeout(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

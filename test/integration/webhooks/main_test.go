@@ -1,0 +1,313 @@
+// Package webhooks_test runs GRM's webhooks in-process over TLS and lets a real kube-apiserver
+// call them through the webhook configurations of config/. Two control planes play GRM's two
+// clusters: the source (where the server runs and reads e.g. Machines) and the target (whose
+// kube-apiserver calls the admission and authorization webhooks).
+package webhooks_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	testclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+)
+
+// The webhooks under test register themselves (with the configuration they need) from their
+// test files' init functions; the harness serves exactly those and installs, from config/,
+// exactly the webhook entries whose paths they serve.
+var (
+	constructors []webhook.Constructor
+	configurers  []func(*rmv1alpha1.ResourceManagerConfiguration)
+)
+
+func register(c webhook.Constructor, configure func(*rmv1alpha1.ResourceManagerConfiguration)) {
+	constructors = append(constructors, c)
+	if configure != nil {
+		configurers = append(configurers, configure)
+	}
+}
+
+var (
+	source, target *testenv.Env
+	// serving is where the webhook server listens and the CA the kube-apiserver trusts.
+	serving *envtest.WebhookInstallOptions
+	// clock is the webhooks' clock.
+	clock = testclock.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+)
+
+// AuthorizerPath is where the target kube-apiserver sends SubjectAccessReviews.
+const AuthorizerPath = "/webhooks/auth/nodeagent"
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	serving = &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	if err := serving.PrepWithoutInstalling(); err != nil {
+		return 0, err
+	}
+	defer func() { _ = serving.Cleanup() }()
+	authzKubeconfig, err := writeAuthorizationKubeconfig()
+	if err != nil {
+		return 0, err
+	}
+
+	if source, err = testenv.Start(); err != nil {
+		return 0, fmt.Errorf("source control plane: %w", err)
+	}
+	defer func() { _ = source.Stop() }()
+	target, err = testenv.StartWith(testenv.Options{APIServerArgs: map[string]string{
+		"authorization-mode":                           "RBAC,Webhook",
+		"authorization-webhook-config-file":            authzKubeconfig,
+		"authorization-webhook-version":                "v1",
+		"authorization-webhook-cache-authorized-ttl":   "0s",
+		"authorization-webhook-cache-unauthorized-ttl": "0s",
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("target control plane: %w", err)
+	}
+	defer func() { _ = target.Stop() }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	paths, served, err := startServer(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := installWebhookConfigurations(ctx, paths); err != nil {
+		return 0, err
+	}
+	code := m.Run()
+	cancel()
+	if err := <-served; err != nil {
+		return code, fmt.Errorf("webhook server: %w", err)
+	}
+	return code, nil
+}
+
+// startServer serves the registered webhooks over TLS with the certificate the target trusts.
+func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
+	cfg, err := componentconfig.ResourceManager("")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, configure := range configurers {
+		configure(cfg)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("WEBHOOK_TEST_LOGS") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	deps := webhook.Deps{Source: source.Client, Target: target.Client, Config: cfg, Clock: clock, Log: log}
+	paths := map[string]bool{}
+	var webhooks []webhook.Webhook
+	for _, c := range constructors {
+		wh, err := c.New(deps)
+		if err != nil {
+			return nil, nil, fmt.Errorf("webhook %s: %w", c.Name, err)
+		}
+		webhooks = append(webhooks, wh)
+		paths[wh.Path] = true
+	}
+	ready := make(chan struct{})
+	served := make(chan error, 1)
+	go func() {
+		served <- webhook.Serve(ctx, webhook.ServeOptions{
+			Addr:           servingAddr(),
+			CertFile:       filepath.Join(serving.LocalServingCertDir, "tls.crt"),
+			KeyFile:        filepath.Join(serving.LocalServingCertDir, "tls.key"),
+			RequestTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second,
+			Ready: func(net.Addr) { close(ready) },
+		}, webhooks, prometheus.NewRegistry(), log)
+	}()
+	select {
+	case <-ready:
+		return paths, served, nil
+	case err := <-served:
+		return nil, nil, err
+	case <-time.After(10 * time.Second):
+		return nil, nil, errors.New("webhook server did not start")
+	}
+}
+
+func servingAddr() string {
+	return serving.LocalServingHost + ":" + strconv.Itoa(serving.LocalServingPort)
+}
+
+// installWebhookConfigurations installs the Mutating- and ValidatingWebhookConfigurations of
+// config/ into the target, pointed at the local server and its CA, keeping only the webhook
+// entries whose path is served (an entry nobody serves would fail every matching request).
+func installWebhookConfigurations(ctx context.Context, served map[string]bool) error {
+	files, err := filepath.Glob("../../../config/*.yaml")
+	if err != nil {
+		return err
+	}
+	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
+	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		m, v, err := decodeWebhookConfigurations(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		mutating = append(mutating, m...)
+		validating = append(validating, v...)
+	}
+	local := func(cc *admissionregistrationv1.WebhookClientConfig) (bool, error) {
+		if cc.URL == nil {
+			return false, fmt.Errorf("webhook client config without url")
+		}
+		u, err := url.Parse(*cc.URL)
+		if err != nil {
+			return false, err
+		}
+		if !served[u.Path] {
+			return false, nil
+		}
+		u.Host = servingAddr()
+		cc.URL = ptrTo(u.String())
+		cc.CABundle = serving.LocalServingCAData
+		return true, nil
+	}
+	var installM []*admissionregistrationv1.MutatingWebhookConfiguration
+	for _, c := range mutating {
+		var keep []admissionregistrationv1.MutatingWebhook
+		for _, w := range c.Webhooks {
+			ok, err := local(&w.ClientConfig)
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", c.Name, w.Name, err)
+			}
+			if ok {
+				keep = append(keep, w)
+			}
+		}
+		if c.Webhooks = keep; len(keep) > 0 {
+			installM = append(installM, c)
+		}
+	}
+	var installV []*admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, c := range validating {
+		var keep []admissionregistrationv1.ValidatingWebhook
+		for _, w := range c.Webhooks {
+			ok, err := local(&w.ClientConfig)
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", c.Name, w.Name, err)
+			}
+			if ok {
+				keep = append(keep, w)
+			}
+		}
+		if c.Webhooks = keep; len(keep) > 0 {
+			installV = append(installV, c)
+		}
+	}
+	for _, c := range installM {
+		if err := target.Client.Create(ctx, c); err != nil {
+			return err
+		}
+	}
+	for _, c := range installV {
+		if err := target.Client.Create(ctx, c); err != nil {
+			return err
+		}
+	}
+	return envtest.WaitForWebhooks(target.Config, installM, installV, *serving)
+}
+
+// writeAuthorizationKubeconfig writes the file the target kube-apiserver's
+// --authorization-webhook-config-file names: the authorizer at the local server.
+func writeAuthorizationKubeconfig() (string, error) {
+	path := filepath.Join(serving.LocalServingCertDir, "authorization-webhook.kubeconfig")
+	content := strings.NewReplacer(
+		"SERVER", "https://"+servingAddr()+AuthorizerPath,
+		"CA", base64.StdEncoding.EncodeToString(serving.LocalServingCAData),
+	).Replace(`apiVersion: v1
+kind: Config
+clusters:
+- name: node-agent-authorizer
+  cluster:
+    server: SERVER
+    certificate-authority-data: CA
+users:
+- name: kube-apiserver
+contexts:
+- name: webhook
+  context:
+    cluster: node-agent-authorizer
+    user: kube-apiserver
+current-context: webhook
+`)
+	return path, os.WriteFile(path, []byte(content), 0o600)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// decodeWebhookConfigurations picks the webhook configurations out of a multi-document file.
+func decodeWebhookConfigurations(data []byte) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
+	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var raw runtime.RawExtension
+		if err := decoder.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return mutating, validating, nil
+			}
+			return nil, nil, err
+		}
+		if len(bytes.TrimSpace(raw.Raw)) == 0 || string(raw.Raw) == "null" {
+			continue // a document of comments only
+		}
+		var meta metav1.TypeMeta
+		if err := json.Unmarshal(raw.Raw, &meta); err != nil {
+			return nil, nil, err
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := json.Unmarshal(raw.Raw, c); err != nil {
+				return nil, nil, err
+			}
+			mutating = append(mutating, c)
+		case "ValidatingWebhookConfiguration":
+			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := json.Unmarshal(raw.Raw, c); err != nil {
+				return nil, nil, err
+			}
+			validating = append(validating, c)
+		}
+	}
+}

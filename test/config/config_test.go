@@ -177,14 +177,16 @@ type manifest struct {
 	objs []*unstructured.Unstructured
 }
 
-// manifests decodes every YAML file of config/ (flat: ko and kubectl read no subfolders).
+// manifests decodes every YAML file of config/ (flat: ko and kubectl read no subfolders) and
+// of its subfolders (what operators apply elsewhere, e.g. config/shoot/ into shoots).
 func manifests(t *testing.T) []manifest {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(configDir, "*.yaml"))
-	require.NoError(t, err)
-	more, err := filepath.Glob(filepath.Join(configDir, "*.yml"))
-	require.NoError(t, err)
-	files = append(files, more...)
+	var files []string
+	for _, pattern := range []string{"*.yaml", "*.yml", "*/*.yaml", "*/*.yml"} {
+		more, err := filepath.Glob(filepath.Join(configDir, pattern))
+		require.NoError(t, err)
+		files = append(files, more...)
+	}
 	sort.Strings(files)
 	require.NotEmpty(t, files, "config/ holds no manifests")
 
@@ -192,7 +194,9 @@ func manifests(t *testing.T) []manifest {
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
-		m := manifest{file: filepath.Base(file)}
+		rel, err := filepath.Rel(configDir, file)
+		require.NoError(t, err)
+		m := manifest{file: rel}
 		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 		for i := 0; ; i++ {
 			doc, err := reader.Read()

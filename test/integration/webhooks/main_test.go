@@ -165,12 +165,27 @@ func servingAddr() string {
 }
 
 // installWebhookConfigurations installs the Mutating- and ValidatingWebhookConfigurations of
-// config/ into the target, pointed at the local server and its CA, keeping only the webhook
-// entries whose path is served (an entry nobody serves would fail every matching request).
+// config/shoot/ (the target plays a shoot) and config/ (registrations in the cluster the
+// webhooks run in) into the target, pointed at the local server and its CA. It keeps only the
+// webhook entries whose path is served (an entry nobody serves would fail every matching
+// request), and of two entries with the same name the shoot's.
 func installWebhookConfigurations(ctx context.Context, served map[string]bool) error {
-	files, err := filepath.Glob("../../../config/*.yaml")
+	shootFiles, err := filepath.Glob("../../../config/shoot/*.yaml")
 	if err != nil {
 		return err
+	}
+	seedFiles, err := filepath.Glob("../../../config/*.yaml")
+	if err != nil {
+		return err
+	}
+	files := append(shootFiles, seedFiles...)
+	seen := map[string]bool{}
+	first := func(name string) bool {
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+		return true
 	}
 	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
@@ -210,7 +225,7 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 			if err != nil {
 				return fmt.Errorf("%s/%s: %w", c.Name, w.Name, err)
 			}
-			if ok {
+			if ok && first(w.Name) {
 				keep = append(keep, w)
 			}
 		}
@@ -226,7 +241,7 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 			if err != nil {
 				return fmt.Errorf("%s/%s: %w", c.Name, w.Name, err)
 			}
-			if ok {
+			if ok && first(w.Name) {
 				keep = append(keep, w)
 			}
 		}

@@ -1,0 +1,51 @@
+package kubernetesservicehost
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
+)
+
+func pod() *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init"}},
+			Containers: []corev1.Container{
+				{Name: "plain"},
+				{Name: "other-env", Env: []corev1.EnvVar{{Name: "FOO", Value: "bar"}}},
+				{Name: "own-host", Env: []corev1.EnvVar{{Name: EnvVar, Value: "mine"}}},
+			},
+		},
+	}
+}
+
+func TestInjectsIntoEveryContainerThatLacksIt(t *testing.T) {
+	out := &corev1.Pod{}
+	webhooktest.Mutate(t, Handler("api.example.com"), webhooktest.Request(t, admissionv1.Create, pod(), nil), out)
+	host := corev1.EnvVar{Name: EnvVar, Value: "api.example.com"}
+	assert.Equal(t, []corev1.EnvVar{host}, out.Spec.InitContainers[0].Env)
+	assert.Equal(t, []corev1.EnvVar{host}, out.Spec.Containers[0].Env)
+	assert.Equal(t, []corev1.EnvVar{{Name: "FOO", Value: "bar"}, host}, out.Spec.Containers[1].Env)
+	assert.Equal(t, []corev1.EnvVar{{Name: EnvVar, Value: "mine"}}, out.Spec.Containers[2].Env)
+}
+
+func TestNoPatchWhenNothingToDo(t *testing.T) {
+	p := pod()
+	p.Spec.InitContainers = nil
+	p.Spec.Containers = p.Spec.Containers[2:]
+	resp := webhooktest.Mutate(t, Handler("api.example.com"), webhooktest.Request(t, admissionv1.Create, p, nil), &corev1.Pod{})
+	assert.Empty(t, resp.Patches)
+}
+
+func FuzzKubernetesServiceHost(f *testing.F) {
+	webhooktest.FuzzAdmission(f, webhook.Admission(Name, Path, Handler("api.example.com"), webhooktest.Log),
+		webhooktest.AdmissionReview(f, webhooktest.Request(f, admissionv1.Create, pod(), nil)))
+}

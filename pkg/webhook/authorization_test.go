@@ -17,7 +17,9 @@ import (
 )
 
 // recordingAuthorizer answers by user name and records what it was asked.
-type recordingAuthorizer struct{ last authorizationv1.SubjectAccessReviewSpec }
+type recordingAuthorizer struct {
+	last authorizationv1.SubjectAccessReviewSpec
+}
 
 func (r *recordingAuthorizer) Authorize(_ context.Context, spec authorizationv1.SubjectAccessReviewSpec) (Decision, string, error) {
 	r.last = spec

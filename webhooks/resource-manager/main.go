@@ -6,10 +6,12 @@ package main
 import (
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/kubernetesservicehost"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
 )
 
 func main() {
 	webhook.Main([]webhook.Constructor{
 		kubernetesservicehost.Webhook,
+		nodeagentauthorizer.Webhook,
 	})
 }

@@ -76,7 +76,7 @@ func Run(ctx context.Context, fn Function) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	kube.NewRequestCounter(reg).Instrument(restCfg)
-	c, err := kube.NewClient(restCfg)
+	c, err := kube.NewClient(restCfg, scheme.Gardener)
 	if err != nil {
 		return err
 	}

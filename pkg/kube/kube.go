@@ -7,9 +7,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
 // ClientConfig says how to reach the API server.
@@ -32,10 +31,10 @@ func (c ClientConfig) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewClient returns an uncached client for the Gardener scheme. Every read goes to the API
-// server: there is no informer cache to warm up or to keep in memory between events.
-func NewClient(cfg *rest.Config) (client.Client, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Gardener})
+// NewClient returns an uncached client for the scheme. Every read goes to the API server: there
+// is no informer cache to warm up or to keep in memory between events.
+func NewClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating API client: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
 //go:embed crds/*.yaml
@@ -108,7 +109,7 @@ func StartWith(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	c, err := kube.NewClient(cfg)
+	c, err := kube.NewClient(cfg, scheme.Gardener)
 	if err != nil {
 		_ = env.Stop()
 		return nil, err
@@ -125,6 +126,6 @@ func (e *Env) CountingClient(impersonate ...string) (client.Client, *kube.Reques
 	}
 	counter := kube.NewRequestCounter(prometheus.NewRegistry())
 	counter.Instrument(cfg)
-	c, err := kube.NewClient(cfg)
+	c, err := kube.NewClient(cfg, scheme.Gardener)
 	return c, counter, err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/utils/clock"
+	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
@@ -114,7 +115,9 @@ func newClient(cfg kube.ClientConfig, requests *kube.RequestCounter) (client.Cli
 		return nil, err
 	}
 	requests.Instrument(restCfg)
-	return kube.NewClient(restCfg)
+	// Webhooks read only built-in kinds (and Machines, as unstructured): client-go's scheme,
+	// which controller-runtime links anyway, keeps the Gardener API groups out of start-up.
+	return kube.NewClient(restCfg, kubernetesscheme.Scheme)
 }
 
 // Select picks the webhooks to serve: those named, else those the configuration enables.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
 )
 
@@ -37,7 +38,7 @@ func clientAs(t *testing.T, name string, groups ...string) client.Client {
 	t.Helper()
 	u, err := target.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	require.NoError(t, err)
-	c, err := kube.NewClient(u.Config())
+	c, err := kube.NewClient(u.Config(), scheme.Gardener)
 	require.NoError(t, err)
 	return c
 }

@@ -1,0 +1,213 @@
+// Package highavailabilityconfig makes Deployments, StatefulSets and HorizontalPodAutoscalers
+// highly available as their Namespace asks (GRM's high-availability-config webhook): replicas
+// by component type and failure tolerance type, zone pinning, topology spread constraints over
+// nodes and zones, and tolerations for taint-based evictions.
+package highavailabilityconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+)
+
+const (
+	// Name is the webhook's name.
+	Name = "high-availability-config"
+	// Path is where Gardener serves it.
+	Path = "/webhooks/high-availability-config"
+)
+
+// Webhook is the constructor the server registers. It reads Namespaces, HPAs and Nodes of the
+// target cluster, the one whose objects it admits.
+var Webhook = webhook.Constructor{
+	Name: Name,
+	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+		return c.Webhooks.HighAvailabilityConfig.Enabled
+	},
+	New: func(deps webhook.Deps) (webhook.Webhook, error) {
+		return webhook.Admission(Name, Path, Handler(deps.Target, deps.Config.Webhooks.HighAvailabilityConfig, deps.Log), deps.Log), nil
+	},
+}
+
+var (
+	deploymentKind  = schema.GroupKind{Group: appsv1.GroupName, Kind: "Deployment"}
+	statefulSetKind = schema.GroupKind{Group: appsv1.GroupName, Kind: "StatefulSet"}
+	hpaKind         = schema.GroupKind{Group: autoscalingv2.GroupName, Kind: "HorizontalPodAutoscaler"}
+)
+
+// Handler mutates the objects it is sent; target reads the admitted cluster, cfg gives the
+// toleration seconds (nil adds no toleration).
+func Handler(target client.Reader, cfg rmv1alpha1.HighAvailabilityConfigWebhookConfig, log *slog.Logger) admission.Handler {
+	return &handler{target: target, cfg: cfg, log: log}
+}
+
+type handler struct {
+	target client.Reader
+	cfg    rmv1alpha1.HighAvailabilityConfigWebhookConfig
+	log    *slog.Logger
+}
+
+func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var (
+		obj    client.Object
+		mutate func(policy) error
+	)
+	switch (schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}) {
+	case deploymentKind:
+		d := &appsv1.Deployment{}
+		obj, mutate = d, func(p policy) error {
+			// Pods of a Deployment carry the labels of its template; pod-template-hash (in
+			// matchLabelKeys) narrows each constraint to the pods of one revision.
+			return h.mutateWorkload(ctx, req, p, workload{
+				obj: d, replicas: &d.Spec.Replicas, template: &d.Spec.Template,
+				spreadSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(d.Spec.Template.Labels)}, perRevision: true,
+			})
+		}
+	case statefulSetKind:
+		s := &appsv1.StatefulSet{}
+		obj, mutate = s, func(p policy) error {
+			// The selector is immutable, so it keeps selecting the pods not yet updated when
+			// the template's labels change (see gardener/etcd-druid#899).
+			return h.mutateWorkload(ctx, req, p, workload{
+				obj: s, replicas: &s.Spec.Replicas, template: &s.Spec.Template, spreadSelector: s.Spec.Selector.DeepCopy(),
+			})
+		}
+	case hpaKind:
+		a := &autoscalingv2.HorizontalPodAutoscaler{}
+		obj, mutate = a, func(p policy) error { return h.mutateHPA(req, p, a) }
+	default:
+		return admission.Allowed("not a Deployment, StatefulSet or HorizontalPodAutoscaler")
+	}
+	if err := webhook.Decode(req, obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	p, err := h.policy(ctx, req.Namespace)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if err := mutate(p); err != nil {
+		if errors.As(err, &invalidError{}) {
+			return admission.Denied(err.Error())
+		}
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return webhook.Patch(req, obj)
+}
+
+// invalidError is a problem of the admitted object itself: it is denied, not errored.
+type invalidError struct{ error }
+
+// policy is what the object's Namespace asks for, by its annotations.
+type policy struct {
+	// failureToleranceType is nil without the annotation; its empty value is meaningful
+	// (no failure tolerance), so nil and "" differ.
+	failureToleranceType *gardencorev1beta1.FailureToleranceType
+	// zones are the distinct non-empty entries of the comma-separated zones annotation, sorted.
+	zones []string
+	// zonePinning pins pods to the zones even without a failure tolerance type.
+	zonePinning bool
+}
+
+// policy reads the Namespace on every request: a cache would answer with a failure tolerance
+// or zones the Namespace no longer has, right when Gardener changes them and then rolls
+// workloads to apply them.
+func (h *handler) policy(ctx context.Context, namespace string) (policy, error) {
+	ns := &corev1.Namespace{}
+	if err := h.target.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return policy{}, fmt.Errorf("reading namespace %q: %w", namespace, err)
+	}
+	var p policy
+	if v, ok := ns.Annotations[resourcesv1alpha1.HighAvailabilityConfigFailureToleranceType]; ok {
+		p.failureToleranceType = new(gardencorev1beta1.FailureToleranceType(v))
+	}
+	if v := ns.Annotations[resourcesv1alpha1.HighAvailabilityConfigZones]; v != "" {
+		zones := slices.DeleteFunc(strings.Split(v, ","), func(z string) bool { return z == "" })
+		slices.Sort(zones)
+		p.zones = slices.Compact(zones)
+	}
+	p.zonePinning, _ = strconv.ParseBool(ns.Annotations[resourcesv1alpha1.HighAvailabilityConfigZonePinning])
+	return p, nil
+}
+
+// workload is what the webhook mutates of a Deployment or a StatefulSet.
+type workload struct {
+	obj      client.Object
+	replicas **int32
+	template *corev1.PodTemplateSpec
+	// spreadSelector selects the workload's pods in its topology spread constraints; nil
+	// (a StatefulSet without selector, which validation rejects) adds none.
+	spreadSelector *metav1.LabelSelector
+	// perRevision spreads the pods of each revision on their own (Deployments).
+	perRevision bool
+}
+
+func (h *handler) mutateWorkload(ctx context.Context, req admission.Request, p policy, w workload) error {
+	replicas, err := replicaCount(w.obj, *w.replicas, p.failureToleranceType)
+	if err != nil {
+		return err
+	}
+	scaled, maxReplicas, err := h.horizontalScaling(ctx, req)
+	if err != nil {
+		return err
+	}
+	multipleNodes, err := h.hasMultipleNodes(ctx)
+	if err != nil {
+		return err
+	}
+	// An HPA owns the replicas once it scaled above the computed count.
+	if replicas != nil && (!scaled || ptr.Deref(*w.replicas, 0) < *replicas) {
+		h.log.Info("Mutating replicas", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "replicas", *replicas)
+		*w.replicas = replicas
+	}
+	pinZones(w.template, p)
+	spread(w, p, scaled, maxReplicas, multipleNodes)
+	h.tolerateTaintBasedEvictions(w.template)
+	return nil
+}
+
+// horizontalScaling tells whether an HPA in the namespace scales the admitted object, and its
+// maxReplicas.
+func (h *handler) horizontalScaling(ctx context.Context, req admission.Request) (bool, int32, error) {
+	hpas := &autoscalingv2.HorizontalPodAutoscalerList{}
+	if err := h.target.List(ctx, hpas, client.InNamespace(req.Namespace)); err != nil {
+		return false, 0, fmt.Errorf("listing HPAs: %w", err)
+	}
+	apiVersion := schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String()
+	for _, hpa := range hpas.Items {
+		if ref := hpa.Spec.ScaleTargetRef; ref.APIVersion == apiVersion && ref.Kind == req.Kind.Kind && ref.Name == req.Name {
+			return true, hpa.Spec.MaxReplicas, nil
+		}
+	}
+	return false, 0, nil
+}
+
+// hasMultipleNodes tells whether the cluster has more than one Node: on a single node,
+// enforcing a spread over hosts would leave every replica but one pending.
+func (h *handler) hasMultipleNodes(ctx context.Context) (bool, error) {
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := h.target.List(ctx, nodes, client.Limit(2)); err != nil {
+		return false, fmt.Errorf("listing nodes: %w", err)
+	}
+	return len(nodes.Items) > 1, nil
+}

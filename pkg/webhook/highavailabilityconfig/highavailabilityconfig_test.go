@@ -16,12 +16,12 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -44,7 +44,8 @@ func newHandler(t testing.TB, annotations map[string]string, objs ...client.Obje
 func newHandlerWith(t testing.TB, cfg rmv1alpha1.HighAvailabilityConfigWebhookConfig, annotations map[string]string, objs ...client.Object) admission.Handler {
 	t.Helper()
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: annotations}}
-	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(append(objs, namespace)...).Build()
+	// client-go's scheme, as the webhook server's clients have.
+	c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(append(objs, namespace)...).Build()
 	return Handler(c, cfg, webhooktest.Log)
 }
 
@@ -192,7 +193,7 @@ func TestUpdatesAreMutatedLikeCreates(t *testing.T) {
 }
 
 func TestMissingNamespaceIsAnError(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).Build()
+	c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).Build()
 	resp := Handler(c, testConfig, webhooktest.Log).Handle(context.Background(), webhooktest.Request(t, admissionv1.Create, deployment(new(int32(1)), nil, nil), nil))
 	assert.False(t, resp.Allowed)
 	assert.EqualValues(t, http.StatusInternalServerError, resp.Result.Code)
@@ -202,7 +203,7 @@ func TestFailedReadsAreErrors(t *testing.T) {
 	for _, list := range []string{"HorizontalPodAutoscalerList", "NodeList"} {
 		t.Run(list, func(t *testing.T) {
 			namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-			c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(namespace).WithInterceptorFuncs(interceptor.Funcs{
+			c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(namespace).WithInterceptorFuncs(interceptor.Funcs{
 				List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 					if gvk, _ := c.GroupVersionKindFor(l); gvk.Kind == list {
 						return errors.New("unavailable")

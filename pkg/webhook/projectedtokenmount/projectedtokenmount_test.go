@@ -1,0 +1,243 @@
+package projectedtokenmount
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
+)
+
+const namespace = "ns"
+
+func serviceAccount(name string, automount *bool) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, AutomountServiceAccountToken: automount}
+}
+
+// target holds ServiceAccounts "no-automount" (false), "automount" (true) and "unset" (nil).
+func target() client.Client {
+	return fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(
+		serviceAccount("no-automount", ptr.To(false)),
+		serviceAccount("automount", ptr.To(true)),
+		serviceAccount("unset", nil),
+	).Build()
+}
+
+// pod meets every precondition. Its namespace is left empty, as in some CREATE requests: the
+// handler must take the request's.
+func pod() *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: "no-automount",
+			InitContainers:     []corev1.Container{{Name: "init"}},
+			Containers: []corev1.Container{
+				{Name: "a"},
+				{Name: "b", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}},
+			},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+}
+
+func review(t *testing.T, c client.Reader, expiration int64, p *corev1.Pod) (*corev1.Pod, []string) {
+	t.Helper()
+	req := webhooktest.Request(t, admissionv1.Create, p, nil)
+	req.Namespace = namespace
+	out := &corev1.Pod{}
+	resp := webhooktest.Mutate(t, Handler(c, expiration), req, out)
+	var paths []string
+	for _, op := range resp.Patches {
+		paths = append(paths, op.Path)
+	}
+	return out, paths
+}
+
+var tokenMount = corev1.VolumeMount{Name: "kube-api-access-gardener", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}
+
+func TestMountsTokenIntoEveryContainer(t *testing.T) {
+	out, _ := review(t, target(), 1337, pod())
+
+	require.Len(t, out.Spec.Volumes, 2)
+	assert.Equal(t, "data", out.Spec.Volumes[0].Name, "existing volumes stay")
+	expiration := int64(1337)
+	assert.Equal(t, corev1.Volume{
+		Name: "kube-api-access-gardener",
+		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr.To[int32](420),
+			Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &expiration, Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+					Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+				}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+					Path:     "namespace",
+				}}}},
+			},
+		}},
+	}, out.Spec.Volumes[1])
+	assert.Equal(t, []corev1.VolumeMount{tokenMount}, out.Spec.InitContainers[0].VolumeMounts)
+	assert.Equal(t, []corev1.VolumeMount{tokenMount}, out.Spec.Containers[0].VolumeMounts)
+	assert.Equal(t, []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, tokenMount}, out.Spec.Containers[1].VolumeMounts)
+}
+
+func TestExpirationAnnotationOverridesDefault(t *testing.T) {
+	p := pod()
+	p.Annotations = map[string]string{"projected-token-mount.resources.gardener.cloud/expiration-seconds": "8998"}
+	out, _ := review(t, target(), 1337, p)
+	require.Len(t, out.Spec.Volumes, 2)
+	assert.Equal(t, int64(8998), *out.Spec.Volumes[1].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds)
+}
+
+func TestMalformedExpirationAnnotationIsRejected(t *testing.T) {
+	p := pod()
+	p.Annotations = map[string]string{"projected-token-mount.resources.gardener.cloud/expiration-seconds": "12h"}
+	req := webhooktest.Request(t, admissionv1.Create, p, nil)
+	req.Namespace = namespace
+	resp := Handler(target(), 1337).Handle(context.Background(), req)
+	assert.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, "expiration-seconds")
+}
+
+func TestPreconditions(t *testing.T) {
+	for name, change := range map[string]func(*corev1.Pod){
+		"skip label": func(p *corev1.Pod) {
+			p.Labels = map[string]string{"projected-token-mount.resources.gardener.cloud/skip": "true"}
+		},
+		"no service account name":                func(p *corev1.Pod) { p.Spec.ServiceAccountName = "" },
+		"default service account":                func(p *corev1.Pod) { p.Spec.ServiceAccountName = "default" },
+		"service account automounts":             func(p *corev1.Pod) { p.Spec.ServiceAccountName = "automount" },
+		"service account leaves automount unset": func(p *corev1.Pod) { p.Spec.ServiceAccountName = "unset" },
+		"pod refuses a token":                    func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = ptr.To(false) },
+		"pod has a kube-api-access- volume already": func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "kube-api-access-2138h"})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := pod()
+			change(p)
+			_, patches := review(t, target(), 1337, p)
+			assert.Empty(t, patches)
+		})
+	}
+}
+
+// Only the value "true" opts out, as the spec says; any other value of the label is left to
+// the registration's object selector.
+func TestSkipLabelOtherValueDoesNotOptOut(t *testing.T) {
+	p := pod()
+	p.Labels = map[string]string{"projected-token-mount.resources.gardener.cloud/skip": "false"}
+	out, _ := review(t, target(), 1337, p)
+	assert.Len(t, out.Spec.Volumes, 2)
+}
+
+func TestPodRequestingATokenExplicitlyIsMounted(t *testing.T) {
+	p := pod()
+	p.Spec.AutomountServiceAccountToken = ptr.To(true)
+	out, _ := review(t, target(), 1337, p)
+	assert.Len(t, out.Spec.Volumes, 2)
+}
+
+func TestMissingServiceAccountIsAnError(t *testing.T) {
+	p := pod()
+	p.Spec.ServiceAccountName = "missing"
+	req := webhooktest.Request(t, admissionv1.Create, p, nil)
+	req.Namespace = namespace
+	resp := Handler(target(), 1337).Handle(context.Background(), req)
+	assert.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, `serviceaccounts "missing" not found`)
+}
+
+// Pods that fail a cheap precondition cost no API call.
+func TestNoReadUnlessNeeded(t *testing.T) {
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	p := pod()
+	p.Spec.ServiceAccountName = "default"
+	review(t, c, 1337, p)
+	assert.Zero(t, reads)
+}
+
+// The constructor serves the configured expiration, defaulted to 12h when unset.
+func TestConstructorDefaultsExpiration(t *testing.T) {
+	for name, tc := range map[string]struct {
+		configured *int64
+		want       string
+	}{
+		"unset":      {nil, `"expirationSeconds":43200`},
+		"configured": {ptr.To[int64](3600), `"expirationSeconds":3600`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := &rmv1alpha1.ResourceManagerConfiguration{}
+			cfg.Webhooks.ProjectedTokenMount = rmv1alpha1.ProjectedTokenMountWebhookConfig{Enabled: true, ExpirationSeconds: tc.configured}
+			require.True(t, Webhook.Enabled(cfg))
+			wh, err := Webhook.New(webhook.Deps{Target: target(), Config: cfg, Log: webhooktest.Log})
+			require.NoError(t, err)
+			assert.Equal(t, Path, wh.Path)
+
+			req := webhooktest.Request(t, admissionv1.Create, pod(), nil)
+			req.Namespace = namespace
+			rec := httptest.NewRecorder()
+			post := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(webhooktest.AdmissionReview(t, req)))
+			post.Header.Set("Content-Type", "application/json")
+			wh.Handler.ServeHTTP(rec, post)
+			var answer admissionv1.AdmissionReview
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &answer))
+			require.True(t, answer.Response.Allowed, "%+v", answer.Response.Result)
+			assert.Contains(t, string(answer.Response.Patch), tc.want)
+		})
+	}
+}
+
+func FuzzProjectedTokenMount(f *testing.F) {
+	req := webhooktest.Request(f, admissionv1.Create, pod(), nil)
+	req.Namespace = namespace
+	webhooktest.FuzzAdmission(f, webhook.Admission(Name, Path, Handler(target(), 1337), webhooktest.Log),
+		webhooktest.AdmissionReview(f, req))
+}
+
+// BenchmarkProjectedTokenMount reviews a Pod that gets the token (one ServiceAccount read, from
+// the in-memory fake client here; a GET to the API server in production) and one of the
+// default ServiceAccount, which most Pods are and which costs no read.
+func BenchmarkProjectedTokenMount(b *testing.B) {
+	for name, serviceAccount := range map[string]string{"mounted": "no-automount", "default ServiceAccount": "default"} {
+		b.Run(name, func(b *testing.B) {
+			h := Handler(target(), DefaultExpirationSeconds)
+			p := pod()
+			p.Spec.ServiceAccountName = serviceAccount
+			req := webhooktest.Request(b, admissionv1.Create, p, nil)
+			req.Namespace = namespace
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if resp := h.Handle(ctx, req); !resp.Allowed {
+					b.Fatal(resp.Result)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,180 @@
+// Package systemcomponentsconfig schedules system-component Pods onto the Nodes meant for them
+// (GRM's system-components-config webhook): it adds the configured node selector and
+// tolerations, and tolerations for the taints that the matching Nodes carry right now, so that
+// Pods can be scheduled and keep running while a shoot's worker taints are being changed.
+package systemcomponentsconfig
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/kelseyhightower/envconfig"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+)
+
+const (
+	// Name is the webhook's name.
+	Name = "system-components-config"
+	// Path is where Gardener serves it.
+	Path = "/webhooks/system-components-config"
+
+	// DefaultNodeCacheTTL is how long the Nodes' taints are reused: a Pod may miss a taint
+	// added (or keep one removed) at most this long ago.
+	DefaultNodeCacheTTL = 5 * time.Second
+	// ToBeDeletedByClusterAutoscaler is the cluster-autoscaler's taint on a Node it drains;
+	// tolerating it would keep Pods on a Node that is about to go.
+	ToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+
+	// nodePageSize keeps each LIST response small in large clusters.
+	nodePageSize = 500
+	// loadTimeout bounds one LIST of the Nodes, as the kube-apiserver bounds the webhook call.
+	loadTimeout = 10 * time.Second
+)
+
+// Config is the webhook's configuration besides the component configuration.
+type Config struct {
+	// NodeCacheTTL is how long the Nodes' taints are cached; 0 lists the Nodes for every Pod.
+	NodeCacheTTL time.Duration `envconfig:"SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL" default:"5s"`
+}
+
+// Webhook is the constructor the server registers; the node cache TTL comes from
+// SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL.
+var Webhook = webhook.Constructor{
+	Name:    Name,
+	Enabled: enabled,
+	New: func(deps webhook.Deps) (webhook.Webhook, error) {
+		var cfg Config
+		if err := envconfig.Process("", &cfg); err != nil {
+			return webhook.Webhook{}, err
+		}
+		return newWebhook(deps, cfg.NodeCacheTTL)
+	},
+}
+
+// WithNodeCacheTTL is Webhook with a fixed node cache TTL instead of the environment's.
+func WithNodeCacheTTL(ttl time.Duration) webhook.Constructor {
+	return webhook.Constructor{
+		Name:    Name,
+		Enabled: enabled,
+		New:     func(deps webhook.Deps) (webhook.Webhook, error) { return newWebhook(deps, ttl) },
+	}
+}
+
+func enabled(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+	return c.Webhooks.SystemComponentsConfig.Enabled
+}
+
+func newWebhook(deps webhook.Deps, ttl time.Duration) (webhook.Webhook, error) {
+	if ttl < 0 {
+		return webhook.Webhook{}, fmt.Errorf("negative node cache TTL %s", ttl)
+	}
+	h := Handler(deps.Target, deps.Config.Webhooks.SystemComponentsConfig, deps.Clock, ttl)
+	return webhook.Admission(Name, Path, h, deps.Log), nil
+}
+
+// Handler adds cfg's node selector and tolerations, and tolerations for the taints of the
+// Nodes matching cfg.NodeSelector, to Pods not managed by a DaemonSet. It lists the Nodes with
+// target at most once per nodeCacheTTL (as told by clk).
+func Handler(target client.Reader, cfg rmv1alpha1.SystemComponentsConfigWebhookConfig, clk clock.PassiveClock, nodeCacheTTL time.Duration) admission.Handler {
+	nodes := newTTLCache(clk, nodeCacheTTL, loadTimeout, func(ctx context.Context) ([]corev1.Toleration, error) {
+		return nodeTolerations(ctx, target, cfg.NodeSelector)
+	})
+	return webhook.Mutator(func() *corev1.Pod { return &corev1.Pod{} }, func(ctx context.Context, _ admission.Request, pod *corev1.Pod) error {
+		// The registration's object selector excludes the skip label already; this keeps the
+		// opt-out when the webhook is registered otherwise.
+		if pod.Labels[resourcesv1alpha1.SystemComponentsConfigSkip] == "true" || managedByDaemonSet(pod) {
+			return nil
+		}
+		fromNodes, err := nodes.Get(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the taints of system component Nodes: %w", err)
+		}
+		for k, v := range cfg.PodNodeSelector {
+			if pod.Spec.NodeSelector == nil {
+				pod.Spec.NodeSelector = make(map[string]string, len(cfg.PodNodeSelector))
+			}
+			pod.Spec.NodeSelector[k] = v
+		}
+		pod.Spec.Tolerations = mergeTolerations(pod.Spec.Tolerations, cfg.PodTolerations, fromNodes)
+		return nil
+	})
+}
+
+// managedByDaemonSet: a DaemonSet places its Pods on every Node itself, whatever the Node's
+// purpose.
+func managedByDaemonSet(pod *corev1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.APIVersion == appsv1.SchemeGroupVersion.String() && ref.Kind == "DaemonSet" && ptr.Deref(ref.Controller, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeTolerations lists the Nodes matching selector (all Nodes for an empty one) and returns
+// a toleration for each distinct taint that is not ignored.
+func nodeTolerations(ctx context.Context, target client.Reader, selector map[string]string) ([]corev1.Toleration, error) {
+	nodes, err := kube.ListAll(ctx, target, &corev1.NodeList{}, nodePageSize, client.MatchingLabels(selector))
+	if err != nil {
+		return nil, err
+	}
+	var tolerations []corev1.Toleration
+	for _, obj := range nodes {
+		for _, taint := range obj.(*corev1.Node).Spec.Taints {
+			if t := tolerationFor(taint); !ignoredTaint(taint) && !containsToleration(tolerations, t) {
+				tolerations = append(tolerations, t)
+			}
+		}
+	}
+	return tolerations, nil
+}
+
+// ignoredTaint: Kubernetes' own taints (node.kubernetes.io/not-ready, .../unreachable, ...)
+// drive taint-based evictions and must keep doing so, and the cluster-autoscaler's must keep
+// draining Nodes it scales down.
+func ignoredTaint(taint corev1.Taint) bool {
+	return strings.Contains(taint.Key, "kubernetes.io/") || taint.Key == ToBeDeletedByClusterAutoscaler
+}
+
+func tolerationFor(taint corev1.Taint) corev1.Toleration {
+	operator := corev1.TolerationOpEqual
+	if taint.Value == "" {
+		operator = corev1.TolerationOpExists
+	}
+	return corev1.Toleration{Key: taint.Key, Operator: operator, Value: taint.Value, Effect: taint.Effect}
+}
+
+// mergeTolerations returns the distinct tolerations of all lists in order of first
+// appearance, in a new slice (lists may be shared with the cache).
+func mergeTolerations(lists ...[]corev1.Toleration) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, list := range lists {
+		for _, t := range list {
+			if !containsToleration(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func containsToleration(list []corev1.Toleration, t corev1.Toleration) bool {
+	for _, o := range list {
+		if o.Key == t.Key && o.Operator == t.Operator && o.Value == t.Value && o.Effect == t.Effect && ptr.Equal(o.TolerationSeconds, t.TolerationSeconds) {
+			return true
+		}
+	}
+	return false
+}

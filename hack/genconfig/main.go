@@ -1,6 +1,7 @@
-// Command genconfig writes the generated manifests of config/ from sources/: one
-// <function>-sources.yaml per feed in sources.All (see pkg/configgen). Run it from the
-// repository root after changing sources/:
+// Command genconfig writes the generated manifests of config/: one <function>-sources.yaml per
+// feed in sources.All, and config/scale-to-zero/, the variant of config/ in which every Knative
+// Service scales to zero (see pkg/configgen). Run it from the repository root after changing
+// sources/ or a Knative Service or webhook registration in config/:
 //
 //	go run ./hack/genconfig
 //
@@ -11,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/sources"
@@ -31,6 +33,19 @@ func run(dir string, check bool) error {
 	if err != nil {
 		return err
 	}
+	if err := sync(dir, files, check); err != nil {
+		return err
+	}
+	// The scale-to-zero variant derives from config/ itself, so it is made after the sources.
+	variant, err := configgen.ScaleToZero(dir)
+	if err != nil {
+		return err
+	}
+	return sync(filepath.Join(dir, configgen.ScaleToZeroDir), variant, check)
+}
+
+// sync writes files into dir, or with check only reports how dir differs.
+func sync(dir string, files []configgen.File, check bool) error {
 	if check {
 		problems, err := configgen.Diff(dir, files)
 		if err != nil {
@@ -40,7 +55,7 @@ func run(dir string, check bool) error {
 			fmt.Fprintf(os.Stderr, "%s/%s\n", dir, p)
 		}
 		if len(problems) > 0 {
-			return fmt.Errorf("%s is out of date with sources/: run `go run ./hack/genconfig`", dir)
+			return fmt.Errorf("%s is out of date: run `go run ./hack/genconfig`", dir)
 		}
 		return nil
 	}

@@ -14,11 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/kelseyhightower/envconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/utils/clock"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
@@ -68,6 +70,8 @@ func Run(ctx context.Context, fn Function) error {
 		return fmt.Errorf("reading configuration: %w", err)
 	}
 	log := NewLogger(cfg.LogLevel).With("function", fn.Name())
+	// controller-runtime logs through its own logger; without one it complains once, loudly.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 
 	restCfg, err := cfg.RESTConfig()
 	if err != nil {

@@ -39,7 +39,8 @@ func countOutcomes(name string, handler admission.Handler) admission.Handler {
 		resp := handler.Handle(ctx, req)
 		outcome := "allowed"
 		switch {
-		case resp.Result != nil && resp.Result.Code >= 400 && resp.Result.Code != http.StatusForbidden:
+		// Denials come as 403 (forbidden) or 422 (invalid); other codes are errors.
+		case resp.Result != nil && resp.Result.Code >= 400 && resp.Result.Code != http.StatusForbidden && resp.Result.Code != http.StatusUnprocessableEntity:
 			outcome = "errored"
 		case !resp.Allowed:
 			outcome = "denied"

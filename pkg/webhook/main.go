@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/kelseyhightower/envconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 
@@ -68,6 +70,8 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		return fmt.Errorf("reading configuration: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// controller-runtime logs through its own logger; without one it complains once, loudly.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	rmConfig, err := componentconfig.ResourceManager(cfg.ResourceManagerConfig)
 	if err != nil {
 		return err

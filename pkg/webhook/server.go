@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -84,7 +85,10 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 	var shuttingDown atomic.Bool
 	mux := http.NewServeMux()
 	for _, wh := range webhooks {
-		mux.Handle(wh.Path, metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log))
+		handler := metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log)
+		for _, path := range wh.Paths() {
+			mux.Handle(path, handler)
+		}
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -118,7 +122,7 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 	go func() { served <- server.Serve(listener) }()
 	names := make([]string, 0, len(webhooks))
 	for _, wh := range webhooks {
-		names = append(names, wh.Name+"="+wh.Path)
+		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
 	}
 	log.Info("serving", "address", listener.Addr().String(), "tls", opts.CertFile != "", "webhooks", names)
 	if opts.Ready != nil {

@@ -23,6 +23,9 @@ type Webhook struct {
 	Name string
 	// Path is where Gardener serves it, e.g. "/webhooks/high-availability-config".
 	Path string
+	// MorePaths are further paths the same handler answers at (Gardener serves extension
+	// validation at one path per kind).
+	MorePaths []string
 	// Handler answers AdmissionReviews (see Admission) or SubjectAccessReviews (see Authorization).
 	Handler http.Handler
 }
@@ -49,6 +52,9 @@ type Constructor struct {
 	Enabled func(*rmv1alpha1.ResourceManagerConfiguration) bool
 	New     func(Deps) (Webhook, error)
 }
+
+// Paths are all paths the webhook answers at.
+func (w Webhook) Paths() []string { return append([]string{w.Path}, w.MorePaths...) }
 
 // logrFrom adapts slog for controller-runtime's admission package.
 func logrFrom(log *slog.Logger) logr.Logger { return logr.FromSlogHandler(log.Handler()) }

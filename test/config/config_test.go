@@ -170,6 +170,15 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("config/%s: run `go run ./hack/genconfig` to regenerate config/ from sources/", p)
 	}
+
+	variant, err := configgen.ScaleToZero(configDir)
+	require.NoError(t, err)
+	require.NotEmpty(t, variant, "the scale-to-zero variant changes nothing")
+	problems, err = configgen.Diff(filepath.Join(configDir, configgen.ScaleToZeroDir), variant)
+	require.NoError(t, err)
+	for _, p := range problems {
+		t.Errorf("config/%s/%s: run `go run ./hack/genconfig` to regenerate the scale-to-zero variant", configgen.ScaleToZeroDir, p)
+	}
 }
 
 type manifest struct {

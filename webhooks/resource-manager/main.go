@@ -5,13 +5,28 @@ package main
 
 import (
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/crddeletionprotection"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/endpointslicehints"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionvalidation"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/highavailabilityconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/kubernetesservicehost"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/podtopologyspreadconstraints"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/systemcomponentsconfig"
 )
 
-func main() {
-	webhook.Main([]webhook.Constructor{
-		kubernetesservicehost.Webhook,
-		nodeagentauthorizer.Webhook,
-	})
+// webhooks are all the webhooks the server knows.
+var webhooks = []webhook.Constructor{
+	highavailabilityconfig.Webhook,
+	kubernetesservicehost.Webhook,
+	projectedtokenmount.Webhook,
+	podtopologyspreadconstraints.Webhook,
+	systemcomponentsconfig.Webhook,
+	endpointslicehints.Webhook,
+	crddeletionprotection.Webhook,
+	extensionvalidation.Webhook,
+	nodeagentauthorizer.Webhook,
 }
+
+func main() { webhook.Main(webhooks) }

@@ -24,26 +24,20 @@ import (
 // Name is the webhook's name.
 const Name = "extension-validation"
 
-// Webhooks are the constructors the server registers: Gardener serves this webhook at one path
-// per kind, and the runtime serves one path per webhook.Webhook, so there is one constructor per
-// path. They share the name extension-validation (WEBHOOKS=extension-validation selects them
-// all) and the handler, which validates whichever of the kinds a request is about.
-var Webhooks = constructors()
-
-func constructors() []webhook.Constructor {
-	handler := Handler()
-	cs := make([]webhook.Constructor, 0, len(kinds))
-	for _, k := range kinds {
-		path := Path(k.groupKind())
-		cs = append(cs, webhook.Constructor{
-			Name:    Name,
-			Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.ExtensionValidation.Enabled },
-			New: func(deps webhook.Deps) (webhook.Webhook, error) {
-				return webhook.Admission(Name, path, handler, deps.Log), nil
-			},
-		})
-	}
-	return cs
+// Webhook is the constructor the server registers. Gardener serves this webhook at one path
+// per kind; one handler validates whichever of the kinds a request is about.
+var Webhook = webhook.Constructor{
+	Name:    Name,
+	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.ExtensionValidation.Enabled },
+	New: func(deps webhook.Deps) (webhook.Webhook, error) {
+		paths := make([]string, 0, len(kinds))
+		for _, k := range kinds {
+			paths = append(paths, Path(k.groupKind()))
+		}
+		wh := webhook.Admission(Name, paths[0], Handler(), deps.Log)
+		wh.MorePaths = paths[1:]
+		return wh, nil
+	},
 }
 
 // Path is where Gardener serves the validation of a kind: controller-runtime's convention

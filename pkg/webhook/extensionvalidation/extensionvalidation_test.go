@@ -47,15 +47,11 @@ func assertAllowed(t *testing.T, resp admission.Response) {
 }
 
 func TestGardenersPaths(t *testing.T) {
-	var paths []string
 	deps := webhook.Deps{Config: &rmv1alpha1.ResourceManagerConfiguration{}, Log: webhooktest.Log}
-	for _, c := range Webhooks {
-		assert.Equal(t, Name, c.Name)
-		wh, err := c.New(deps)
-		require.NoError(t, err)
-		assert.Equal(t, Name, wh.Name)
-		paths = append(paths, wh.Path)
-	}
+	assert.Equal(t, Name, Webhook.Name)
+	wh, err := Webhook.New(deps)
+	require.NoError(t, err)
+	assert.Equal(t, Name, wh.Name)
 	assert.Equal(t, []string{
 		"/validate-extensions-gardener-cloud-v1alpha1-backupbucket",
 		"/validate-extensions-gardener-cloud-v1alpha1-backupentry",
@@ -70,12 +66,12 @@ func TestGardenersPaths(t *testing.T) {
 		"/validate-extensions-gardener-cloud-v1alpha1-operatingsystemconfig",
 		"/validate-extensions-gardener-cloud-v1alpha1-selfhostedshootexposure",
 		"/validate-extensions-gardener-cloud-v1alpha1-worker",
-	}, paths)
+	}, wh.Paths())
 
 	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
-	assert.False(t, Webhooks[0].Enabled(cfg))
+	assert.False(t, Webhook.Enabled(cfg))
 	cfg.Webhooks.ExtensionValidation.Enabled = true
-	assert.True(t, Webhooks[0].Enabled(cfg))
+	assert.True(t, Webhook.Enabled(cfg))
 }
 
 func TestEveryKindValidOnCreateAndUpdate(t *testing.T) {

@@ -49,3 +49,9 @@ func FuzzKubernetesServiceHost(f *testing.F) {
 	webhooktest.FuzzAdmission(f, webhook.Admission(Name, Path, Handler("api.example.com"), webhooktest.Log),
 		webhooktest.AdmissionReview(f, webhooktest.Request(f, admissionv1.Create, pod(), nil)))
 }
+
+// BenchmarkKubernetesServiceHost measures a typical Pod CREATE through the HTTP handler.
+func BenchmarkKubernetesServiceHost(b *testing.B) {
+	wh := webhook.Admission(Name, Path, Handler("api.example.com"), webhooktest.Log)
+	webhooktest.BenchmarkAdmission(b, wh, webhooktest.AdmissionReview(b, webhooktest.Request(b, admissionv1.Create, pod(), nil)))
+}

@@ -1,7 +1,12 @@
 package nodeagentauthorizer
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -39,7 +44,7 @@ func machine(name, node, secret string) *unstructured.Unstructured {
 	return m
 }
 
-func newAuthorizer(t *testing.T) (*Authorizer, *int) {
+func newAuthorizer(t testing.TB) (*Authorizer, *int) {
 	t.Helper()
 	machineReads := 0
 	source := fake.NewClientBuilder().WithScheme(scheme.Gardener).
@@ -178,4 +183,20 @@ func TestCacheIsBounded(t *testing.T) {
 	v, ok := c.get("c")
 	assert.True(t, ok)
 	assert.Equal(t, 3, v)
+}
+
+// BenchmarkNodeAgentAuthorizer measures a node agent's lease update, the most frequent
+// request, through the HTTP handler with the Machine cached (reads from a fake client).
+func BenchmarkNodeAgentAuthorizer(b *testing.B) {
+	a, _ := newAuthorizer(b)
+	wh := webhook.Authorization(Name, Path, a, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	body := []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + user + `","groups":["gardener.cloud:node-agents"],"resourceAttributes":{"verb":"update","group":"coordination.k8s.io","resource":"leases","namespace":"kube-system","name":"gardener-node-agent-node-1"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		wh.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
+			b.Fatalf("HTTP %d: %s", rec.Code, rec.Body.String())
+		}
+	}
 }

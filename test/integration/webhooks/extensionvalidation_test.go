@@ -23,13 +23,7 @@ import (
 )
 
 func init() {
-	for i, c := range extensionvalidation.Webhooks {
-		var configure func(*rmv1alpha1.ResourceManagerConfiguration)
-		if i == 0 {
-			configure = func(c *rmv1alpha1.ResourceManagerConfiguration) { c.Webhooks.ExtensionValidation.Enabled = true }
-		}
-		register(c, configure)
-	}
+	register(extensionvalidation.Webhook, func(c *rmv1alpha1.ResourceManagerConfiguration) { c.Webhooks.ExtensionValidation.Enabled = true })
 }
 
 // extensionsClient reaches the target with typed extension resources and CRDs.

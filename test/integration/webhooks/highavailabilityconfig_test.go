@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -36,42 +32,6 @@ func init() {
 		c.Webhooks.HighAvailabilityConfig.DefaultNotReadyTolerationSeconds = ptrTo(haNotReadySeconds)
 		c.Webhooks.HighAvailabilityConfig.DefaultUnreachableTolerationSeconds = ptrTo(haUnreachableSeconds)
 	})
-}
-
-// installSeedRegistration installs the webhook configurations of config/<file>, the seed's
-// registrations, into the target as well (under their name with "-seed"), pointed at the local
-// server, until the test ends. The harness installs only the shoot's entry of a webhook both
-// register, and that one matches kube-system and kubernetes-dashboard alone; the seed's
-// matches the test's own namespaces (labelled gardener.cloud/role). It returns when probe
-// sees the webhook answer.
-func installSeedRegistration(t *testing.T, file string, probe func(ctx context.Context) bool) {
-	t.Helper()
-	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join("../../../config", file))
-	require.NoError(t, err)
-	mutating, _, err := decodeWebhookConfigurations(data)
-	require.NoError(t, err)
-	require.NotEmpty(t, mutating, file)
-	for _, c := range mutating {
-		c.Name += "-seed"
-		for i := range c.Webhooks {
-			cc := &c.Webhooks[i].ClientConfig
-			u, err := url.Parse(*cc.URL)
-			require.NoError(t, err)
-			u.Host = servingAddr()
-			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
-		}
-		require.NoError(t, target.Client.Create(ctx, c))
-		t.Cleanup(func() { assert.NoError(t, target.Client.Delete(context.Background(), c)) })
-	}
-	waitForWebhook(t, probe)
-}
-
-// waitForWebhook waits until the kube-apiserver calls a webhook whose configuration was just
-// created: it learns of configurations asynchronously.
-func waitForWebhook(t *testing.T, probe func(ctx context.Context) bool) {
-	t.Helper()
-	require.Eventually(t, func() bool { return probe(context.Background()) }, 30*time.Second, 100*time.Millisecond, "the webhook is never called")
 }
 
 // haNamespace creates a namespace in the target that the seed registration matches

@@ -24,6 +24,8 @@ import (
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,7 +139,9 @@ func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
 			return nil, nil, fmt.Errorf("webhook %s: %w", c.Name, err)
 		}
 		webhooks = append(webhooks, wh)
-		paths[wh.Path] = true
+		for _, path := range wh.Paths() {
+			paths[path] = true
+		}
 	}
 	ready := make(chan struct{})
 	served := make(chan error, 1)
@@ -260,6 +264,42 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		}
 	}
 	return envtest.WaitForWebhooks(target.Config, installM, installV, *serving)
+}
+
+// installSeedRegistration installs the webhook configurations of config/<file>, the seed's
+// registrations, into the target as well (under their name with "-seed"), pointed at the local
+// server, until the test ends. The harness installs only the shoot's entry of a webhook both
+// register, and that one matches kube-system and kubernetes-dashboard alone; the seed's
+// matches the test's own namespaces (labelled gardener.cloud/role). It returns when probe
+// sees the webhook answer.
+func installSeedRegistration(t *testing.T, file string, probe func(ctx context.Context) bool) {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("../../../config", file))
+	require.NoError(t, err)
+	mutating, _, err := decodeWebhookConfigurations(data)
+	require.NoError(t, err)
+	require.NotEmpty(t, mutating, file)
+	for _, c := range mutating {
+		c.Name += "-seed"
+		for i := range c.Webhooks {
+			cc := &c.Webhooks[i].ClientConfig
+			u, err := url.Parse(*cc.URL)
+			require.NoError(t, err)
+			u.Host = servingAddr()
+			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
+		}
+		require.NoError(t, target.Client.Create(ctx, c))
+		t.Cleanup(func() { assert.NoError(t, target.Client.Delete(context.Background(), c)) })
+	}
+	waitForWebhook(t, probe)
+}
+
+// waitForWebhook waits until the kube-apiserver calls a webhook whose configuration was just
+// created: it learns of configurations asynchronously.
+func waitForWebhook(t *testing.T, probe func(ctx context.Context) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool { return probe(context.Background()) }, 30*time.Second, 100*time.Millisecond, "the webhook is never called")
 }
 
 // writeAuthorizationKubeconfig writes the file the target kube-apiserver's

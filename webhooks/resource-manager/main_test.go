@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
+)
+
+// config/ and the server must agree: every Knative Service of this binary serves webhooks the
+// server knows, with the component configuration config/ ships; every webhook is served by
+// some Service; and every registration (seed and shoot) names a Service that serves its path.
+func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
+	objs := decode(t, "../../config/*.yaml", "../../config/shoot/*.yaml")
+
+	var rmConfig string
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == "grm-webhooks-config" {
+			rmConfig, _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
+		}
+	}
+	require.NotEmpty(t, rmConfig, "config/ ships no grm-webhooks-config")
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(rmConfig), 0o600))
+	cfg, err := componentconfig.ResourceManager(file)
+	require.NoError(t, err, "the shipped ResourceManagerConfiguration must decode strictly")
+	reader := fake.NewClientBuilder().Build()
+	deps := webhook.Deps{Source: reader, Target: reader, Config: cfg, Log: webhooktest.Log}
+
+	served := map[string][]string{} // Knative Service → paths
+	servedNames := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "Service" || o.GetAPIVersion() != "serving.knative.dev/v1" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			container := c.(map[string]any)
+			if container["image"] != "ko://github.com/gardener-knative/gardener-knative/webhooks/resource-manager" {
+				continue
+			}
+			names := strings.Split(env(container, "WEBHOOKS"), ",")
+			selected, err := webhook.Select(webhooks, names, cfg)
+			require.NoError(t, err, "Service %s", o.GetName())
+			for _, c := range selected {
+				wh, err := c.New(deps)
+				require.NoError(t, err, "Service %s: webhook %s with the shipped configuration", o.GetName(), c.Name)
+				served[o.GetName()] = append(served[o.GetName()], wh.Paths()...)
+				servedNames[c.Name] = true
+			}
+		}
+	}
+	for _, c := range webhooks {
+		assert.True(t, servedNames[c.Name], "no Knative Service in config/ serves %s", c.Name)
+	}
+
+	registrations := 0
+	check := func(name string, cc admissionregistrationv1.WebhookClientConfig) {
+		registrations++
+		require.NotNil(t, cc.URL, "%s has no url", name)
+		u, err := url.Parse(*cc.URL)
+		require.NoError(t, err)
+		service := strings.Split(u.Hostname(), ".")[0]
+		assert.True(t, slices.Contains(served[service], u.Path), "%s: Service %s does not serve %s", name, service, u.Path)
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
+			for _, w := range c.Webhooks {
+				check(w.Name, w.ClientConfig)
+			}
+		case "ValidatingWebhookConfiguration":
+			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
+			for _, w := range c.Webhooks {
+				check(w.Name, w.ClientConfig)
+			}
+		}
+	}
+	assert.NotZero(t, registrations)
+}
+
+func env(container map[string]any, name string) string {
+	vars, _ := container["env"].([]any)
+	for _, v := range vars {
+		if m := v.(map[string]any); m["name"] == name {
+			return m["value"].(string)
+		}
+	}
+	return ""
+}
+
+func decode(t *testing.T, patterns ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, pattern := range patterns {
+		files, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+			for {
+				u := &unstructured.Unstructured{}
+				if err := decoder.Decode(&u.Object); err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					require.NoError(t, err, f)
+				}
+				if len(u.Object) > 0 {
+					objs = append(objs, u)
+				}
+			}
+		}
+	}
+	return objs
+}

@@ -2,7 +2,6 @@ package function
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,12 +16,12 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/utils/clock"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/serve"
 )
 
 // Config is the runtime's configuration, read from the environment (see docs/configuration.md).
@@ -92,53 +90,12 @@ func Run(ctx context.Context, fn Function) error {
 	if err != nil {
 		return err
 	}
-	return Serve(ctx, net.JoinHostPort("", strconv.Itoa(cfg.Port)), server, reg, cfg.ShutdownTimeout, log)
+	mux := http.NewServeMux()
+	mux.Handle("/", server)
+	return serve.Run(ctx, serve.Options{Addr: net.JoinHostPort("", strconv.Itoa(cfg.Port)), ShutdownTimeout: cfg.ShutdownTimeout}, mux, reg, log)
 }
 
 // NewLogger logs JSON lines to stdout, the way Knative's log collection expects them.
 func NewLogger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
-}
-
-// Serve serves handler at / with /healthz, /readyz and /metrics beside it until ctx ends,
-// then stops accepting events, fails readiness and lets in-flight events finish.
-func Serve(ctx context.Context, addr string, handler http.Handler, gatherer prometheus.Gatherer, shutdownTimeout time.Duration, log *slog.Logger) error {
-	var shuttingDown atomic.Bool
-	mux := http.NewServeMux()
-	mux.Handle("/", handler)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if shuttingDown.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
-
-	listener, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
-	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
-	log.Info("serving", "address", listener.Addr().String())
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	shuttingDown.Store(true)
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,12 +10,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/gardener-knative/gardener-knative/pkg/serve"
 )
 
 // ServeOptions say how to serve.
@@ -82,33 +81,19 @@ func (m *serverMetrics) instrument(name string, next http.Handler, log *slog.Log
 // ends; then it fails readiness and lets in-flight requests finish.
 func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prometheus.Registry, log *slog.Logger) error {
 	metrics := newServerMetrics(reg)
-	var shuttingDown atomic.Bool
 	mux := http.NewServeMux()
+	names := make([]string, 0, len(webhooks))
 	for _, wh := range webhooks {
 		handler := metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log)
 		for _, path := range wh.Paths() {
 			mux.Handle(path, handler)
 		}
+		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if shuttingDown.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-
-	listener, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", opts.Addr, err)
-	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var tlsConfig *tls.Config
 	if opts.CertFile != "" || opts.KeyFile != "" {
 		watcher, err := certwatcher.New(opts.CertFile, opts.KeyFile)
 		if err != nil {
-			listener.Close()
 			return fmt.Errorf("loading TLS certificate: %w", err)
 		}
 		go func() {
@@ -116,32 +101,7 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 				log.Error("watching TLS certificate failed", "error", err)
 			}
 		}()
-		listener = tls.NewListener(listener, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate, NextProtos: []string{"h2", "http/1.1"}})
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}
 	}
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
-	names := make([]string, 0, len(webhooks))
-	for _, wh := range webhooks {
-		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
-	}
-	log.Info("serving", "address", listener.Addr().String(), "tls", opts.CertFile != "", "webhooks", names)
-	if opts.Ready != nil {
-		opts.Ready(listener.Addr())
-	}
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	shuttingDown.Store(true)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
-	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
 }

@@ -1,0 +1,56 @@
+package serve
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func get(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	app := http.NewServeMux()
+	app.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = w.Write([]byte("done"))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- Run(ctx, Options{Addr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second, Ready: func(a net.Addr) { addrs <- a }},
+			app, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	url := "http://" + (<-addrs).String()
+	assert.Equal(t, http.StatusOK, get(url+"/healthz"))
+	assert.Equal(t, http.StatusOK, get(url+"/readyz"))
+	assert.Equal(t, http.StatusOK, get(url+"/metrics"))
+
+	// A request in flight when SIGTERM arrives is finished, not cut off.
+	inFlight := make(chan int, 1)
+	go func() { inFlight <- get(url + "/slow") }()
+	<-started
+	cancel()
+	require.Eventually(t, func() bool { return get(url+"/readyz") != http.StatusOK }, 5*time.Second, 5*time.Millisecond, "not ready once shutting down")
+	close(release)
+	assert.Equal(t, http.StatusOK, <-inFlight)
+	require.NoError(t, <-served)
+	assert.Equal(t, 0, get(url+"/healthz"), "the listener is closed after shutdown")
+}

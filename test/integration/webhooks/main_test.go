@@ -221,35 +221,29 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		cc.CABundle = serving.LocalServingCAData
 		return true, nil
 	}
+	keep := func(cc *admissionregistrationv1.WebhookClientConfig, name string) (bool, error) {
+		ok, err := local(cc)
+		return ok && first(name), err
+	}
 	var installM []*admissionregistrationv1.MutatingWebhookConfiguration
 	for _, c := range mutating {
-		var keep []admissionregistrationv1.MutatingWebhook
-		for _, w := range c.Webhooks {
-			ok, err := local(&w.ClientConfig)
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", c.Name, w.Name, err)
-			}
-			if ok && first(w.Name) {
-				keep = append(keep, w)
-			}
+		if c.Webhooks, err = kept(c.Name, c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) (*admissionregistrationv1.WebhookClientConfig, string) {
+			return &w.ClientConfig, w.Name
+		}, keep); err != nil {
+			return err
 		}
-		if c.Webhooks = keep; len(keep) > 0 {
+		if len(c.Webhooks) > 0 {
 			installM = append(installM, c)
 		}
 	}
 	var installV []*admissionregistrationv1.ValidatingWebhookConfiguration
 	for _, c := range validating {
-		var keep []admissionregistrationv1.ValidatingWebhook
-		for _, w := range c.Webhooks {
-			ok, err := local(&w.ClientConfig)
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", c.Name, w.Name, err)
-			}
-			if ok && first(w.Name) {
-				keep = append(keep, w)
-			}
+		if c.Webhooks, err = kept(c.Name, c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) (*admissionregistrationv1.WebhookClientConfig, string) {
+			return &w.ClientConfig, w.Name
+		}, keep); err != nil {
+			return err
 		}
-		if c.Webhooks = keep; len(keep) > 0 {
+		if len(c.Webhooks) > 0 {
 			installV = append(installV, c)
 		}
 	}
@@ -264,6 +258,23 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		}
 	}
 	return envtest.WaitForWebhooks(target.Config, installM, installV, *serving)
+}
+
+// kept returns the webhooks of a configuration that keep says to keep (it may rewrite their
+// client configs); Mutating- and ValidatingWebhooks differ only in type.
+func kept[W any](config string, webhooks []W, access func(*W) (*admissionregistrationv1.WebhookClientConfig, string), keep func(*admissionregistrationv1.WebhookClientConfig, string) (bool, error)) ([]W, error) {
+	var out []W
+	for i := range webhooks {
+		cc, name := access(&webhooks[i])
+		ok, err := keep(cc, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", config, name, err)
+		}
+		if ok {
+			out = append(out, webhooks[i])
+		}
+	}
+	return out, nil
 }
 
 // installSeedRegistration installs the webhook configurations of config/<file>, the seed's

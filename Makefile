@@ -33,12 +33,12 @@ bench:
 coldstart:
 	go run ./hack/coldstart -runs 20
 
-## fuzz: run each fuzz target for FUZZTIME (their seed corpora run in `make test`)
+## fuzz: run each fuzz target (they live in pkg/) for FUZZTIME; their seed corpora run in `make test`
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$(go list ./...); do \
+	@for pkg in $$(go list ./pkg/...); do \
 	  for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
 

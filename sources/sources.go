@@ -37,11 +37,6 @@ func (r Resource) Group() string {
 	return ""
 }
 
-// Version returns the API version of the resource without its group.
-func (r Resource) Version() string {
-	return r.APIVersion[strings.Index(r.APIVersion, "/")+1:]
-}
-
 // Ping is one PingSource schedule; each tick asks the function to run the named sweep.
 type Ping struct {
 	// Sweep names the sweep the function runs on each tick.
@@ -82,13 +77,3 @@ func (f Feed) Ping(sweep string) (Ping, bool) {
 
 // All lists the feed of every function; a new function adds its feed here.
 var All = []Feed{Bastion}
-
-// ByFunction returns the feed of the named function.
-func ByFunction(name string) (Feed, bool) {
-	for _, f := range All {
-		if f.Function == name {
-			return f, true
-		}
-	}
-	return Feed{}, false
-}

@@ -14,14 +14,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
-// ResourceManagerEnv names the environment variable that points GRM webhooks at a
-// ResourceManagerConfiguration file.
-const ResourceManagerEnv = "RESOURCE_MANAGER_CONFIG"
-
-// ControllerManagerEnv names the environment variable that points GCM functions at a
-// ControllerManagerConfiguration file.
-const ControllerManagerEnv = "CONTROLLER_MANAGER_CONFIG"
-
 var (
 	configScheme = runtime.NewScheme()
 	// Strict: a misspelt field in a configuration file is an error, not a silent default.

@@ -1,12 +1,10 @@
 package crddeletionprotection
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -284,16 +282,7 @@ func BenchmarkCRDDeletionProtection(b *testing.B) {
 	b.Run("delete-http", func(b *testing.B) {
 		wh := webhook.Admission(Name, Path, Handler(&reader{}), webhooktest.Log)
 		body := webhooktest.AdmissionReview(b, deleteRequest(b, "infrastructures", object(kinds["infrastructures"], "shoot--a--b", "i", nil, confirmation("true"))))
-		b.ReportAllocs()
-		for b.Loop() {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			wh.Handler.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				b.Fatal(rec.Body.String())
-			}
-		}
+		webhooktest.BenchmarkAdmission(b, wh, body)
 	})
 	b.Run("deletecollection-100", func(b *testing.B) {
 		r := &reader{}

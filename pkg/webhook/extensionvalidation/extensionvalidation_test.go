@@ -1,10 +1,8 @@
 package extensionvalidation
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
@@ -223,15 +221,6 @@ func BenchmarkExtensionValidation(b *testing.B) {
 		path := Path(workers.kind)
 		wh := webhook.Admission(Name, path, Handler(), webhooktest.Log)
 		body := webhooktest.AdmissionReview(b, webhooktest.Request(b, admissionv1.Create, worker(), nil))
-		b.ReportAllocs()
-		for b.Loop() {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			wh.Handler.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				b.Fatal(rec.Body.String())
-			}
-		}
+		webhooktest.BenchmarkAdmission(b, wh, body)
 	})
 }

@@ -1,79 +1,255 @@
-// Package sources declares, once, which events feed which function: the kinds an
-// ApiServerSource watches for it and the schedules of its PingSources. The function runtime
-// checks a function against its feed, the local landscape configures its in-process Knative
-// adapters from it, and the manifests in config/ are generated from it (see hack/genconfig).
+// Package sources is the event plumbing, derived from the function registry (functions.All):
+// one ApiServerSource per cluster watching the union of every function's kinds, in Resource mode
+// so that predicates run on the event alone; one Broker they all send to; one Trigger per
+// function, filtering on the events' kind, apiversion and cluster (and, for pings, the function)
+// with a retry and dead-letter delivery policy; one PingSource per sweep, sent through the same
+// Broker. hack/genconfig writes Objects into config/; the local landscape runs the very same
+// objects through Knative's real adapters and Trigger filters.
 package sources
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"strings"
-)
+	"slices"
+	"sort"
 
-// Mode is the ApiServerSource event mode.
-type Mode string
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	eventingduckv1 "knative.dev/eventing/pkg/apis/duck/v1"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	"knative.dev/pkg/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+)
 
 const (
-	// ReferenceMode events carry an ObjectReference only; the function reads the object itself.
-	ReferenceMode Mode = "Reference"
-	// ResourceMode events carry the whole object.
-	ResourceMode Mode = "Resource"
+	// Namespace is where the functions, the sources, the Broker and the Triggers live.
+	Namespace = "gardener-knative"
+	// Broker is the one Broker every source sends to.
+	Broker = "gardener-knative"
+	// FunctionExtension is the CloudEvents extension a function's PingSources set to its name,
+	// so that its Trigger lets its ticks through.
+	FunctionExtension = "function"
+	// DeadLetter is the Knative Service that receives what the Broker could not deliver after
+	// its retries (sources/deadletter): it logs and counts each event for operators.
+	DeadLetter = "dead-letter"
+	// Retries and BackoffDelay are each Trigger's delivery policy: exponential backoff from
+	// 200ms, five retries (about 6s in all), then the dead-letter sink. Sweeps catch up on
+	// whatever is dead-lettered.
+	Retries      = 5
+	BackoffDelay = "PT0.2S"
 )
 
-// Resource is one kind an ApiServerSource watches.
-type Resource struct {
-	APIVersion string
-	Kind       string
-	// Plural is the resource name in the API (the adapter watches by group/version/resource).
-	Plural string
-	// LabelSelector restricts the watch to matching objects; empty watches all.
-	LabelSelector string
-}
+// APIServerSourceName is the name of the ApiServerSource of a cluster, of its ServiceAccount
+// and of its ClusterRole.
+func APIServerSourceName(c function.Cluster) string { return string(c) + "-cluster" }
 
-// Group returns the API group of the resource ("" for the core group).
-func (r Resource) Group() string {
-	if i := strings.Index(r.APIVersion, "/"); i >= 0 {
-		return r.APIVersion[:i]
-	}
-	return ""
-}
+// PingSourceName is the name of the PingSource of one of a function's sweeps.
+func PingSourceName(fn, sweep string) string { return fn + "-" + sweep }
 
-// Ping is one PingSource schedule; each tick asks the function to run the named sweep.
-type Ping struct {
-	// Sweep names the sweep the function runs on each tick.
-	Sweep string
-	// Schedule is a cron expression; an optional leading seconds field is allowed.
-	Schedule string
-	// Timezone is an IANA time zone name for the schedule; empty means UTC.
-	Timezone string
-}
+// PingData is the payload of a sweep's PingSource.
+func PingData(sweep string) string { return fmt.Sprintf(`{"sweep":%q}`, sweep) }
 
-// Data is the JSON payload a PingSource sends for this ping.
-func (p Ping) Data() string {
-	return fmt.Sprintf(`{"sweep":%q}`, p.Sweep)
-}
-
-// Feed is everything that feeds one function.
-type Feed struct {
-	// Function is the function's name: its folder under functions/, its Knative Service and
-	// the prefix of its sources' names.
-	Function string
-	// Mode is the event mode of the function's ApiServerSource.
-	Mode Mode
-	// Resources are the kinds the function's ApiServerSource watches in all namespaces.
-	Resources []Resource
-	// Pings are the function's PingSources.
-	Pings []Ping
-}
-
-// Ping returns the ping that runs the named sweep.
-func (f Feed) Ping(sweep string) (Ping, bool) {
-	for _, p := range f.Pings {
-		if p.Sweep == sweep {
-			return p, true
+// Objects returns the event plumbing of the functions: the Broker, per cluster the
+// ApiServerSource with its ServiceAccount and read-only RBAC, per function its Trigger and its
+// PingSources. Every source and Trigger passes Knative's own validation.
+func Objects(fns []*function.Function) ([]client.Object, error) {
+	var errs []error
+	names := map[string]bool{}
+	for _, fn := range fns {
+		if names[fn.Name] {
+			errs = append(errs, fmt.Errorf("function %q is registered twice", fn.Name))
+		}
+		names[fn.Name] = true
+		if err := fn.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("function %s: %w", fn.Name, err))
 		}
 	}
-	return Ping{}, false
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	objs := []client.Object{&eventingv1.Broker{
+		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker"},
+		ObjectMeta: objectMeta("eventing", Broker),
+		// The Broker class is the cluster's default (see docs/deployment.md for the choice).
+	}}
+	for _, c := range []function.Cluster{function.Source, function.Target} {
+		kinds := watchedKinds(fns, c)
+		if len(kinds) == 0 {
+			continue
+		}
+		if c == function.Target {
+			// An ApiServerSource watches the cluster it runs in; a target cluster's source must
+			// be deployed there, which config/ does not do yet.
+			return nil, fmt.Errorf("functions watch the target cluster, for which no source is generated yet")
+		}
+		objs = append(objs, apiServerSource(c, kinds)...)
+	}
+	for _, fn := range fns {
+		trigger := triggerOf(fn)
+		if err := trigger.Validate(ctx); err != nil {
+			return nil, fmt.Errorf("function %s: Trigger is invalid: %w", fn.Name, err)
+		}
+		objs = append(objs, trigger)
+		for _, sw := range fn.Sweeps {
+			ping := &sourcesv1.PingSource{
+				TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "PingSource"},
+				ObjectMeta: objectMeta(fn.Name, PingSourceName(fn.Name, sw.Name)),
+				Spec: sourcesv1.PingSourceSpec{
+					SourceSpec: duckv1.SourceSpec{
+						Sink:                brokerSink(),
+						CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{FunctionExtension: fn.Name}},
+					},
+					Schedule:    sw.Schedule,
+					Timezone:    sw.Timezone,
+					ContentType: "application/json",
+					Data:        PingData(sw.Name),
+				},
+			}
+			if err := ping.Validate(ctx); err != nil {
+				return nil, fmt.Errorf("function %s: PingSource %s is invalid: %w", fn.Name, ping.Name, err)
+			}
+			objs = append(objs, ping)
+		}
+	}
+	return objs, nil
 }
 
-// All lists the feed of every function; a new function adds its feed here.
-var All = []Feed{Bastion}
+// watchedKinds is the union of the kinds the functions watch on cluster c, sorted.
+func watchedKinds(fns []*function.Function, c function.Cluster) []function.Kind {
+	seen := map[schema.GroupVersionKind]function.Kind{}
+	for _, fn := range fns {
+		for _, k := range fn.WatchedKinds(c) {
+			seen[k.GroupVersionKind] = k
+		}
+	}
+	kinds := make([]function.Kind, 0, len(seen))
+	for _, k := range seen {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if kinds[i].Group != kinds[j].Group {
+			return kinds[i].Group < kinds[j].Group
+		}
+		return kinds[i].Kind < kinds[j].Kind
+	})
+	return kinds
+}
+
+func apiServerSource(c function.Cluster, kinds []function.Kind) []client.Object {
+	name := APIServerSourceName(c)
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: objectMeta("eventing", name),
+	}
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: clusterObjectMeta("eventing", "gardener-knative:"+name),
+		Rules:      watchRules(kinds),
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: clusterObjectMeta("eventing", role.Name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: Namespace}},
+	}
+	source := &sourcesv1.ApiServerSource{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "ApiServerSource"},
+		ObjectMeta: objectMeta("eventing", name),
+		Spec: sourcesv1.ApiServerSourceSpec{
+			SourceSpec: duckv1.SourceSpec{
+				Sink:                brokerSink(),
+				CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{function.ClusterExtension: string(c)}},
+			},
+			// Resource mode: the event carries the object, so predicates decide without a read.
+			EventMode:          sourcesv1.ResourceMode,
+			ServiceAccountName: sa.Name,
+			// An empty selector selects every namespace; without one the source would only
+			// watch its own namespace.
+			NamespaceSelector: &metav1.LabelSelector{},
+		},
+	}
+	for _, k := range kinds {
+		source.Spec.Resources = append(source.Spec.Resources, sourcesv1.APIVersionKindSelector{APIVersion: k.GroupVersion().String(), Kind: k.Kind})
+	}
+	return []client.Object{sa, role, binding, source}
+}
+
+// triggerOf routes to fn the events of the kinds it watches (by apiversion, kind and cluster,
+// the extensions the ApiServerSource sets) and its own ticks.
+func triggerOf(fn *function.Function) *eventingv1.Trigger {
+	var any []eventingv1.SubscriptionsAPIFilter
+	for _, c := range fn.Clusters() {
+		for _, k := range fn.WatchedKinds(c) {
+			any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{
+				function.ClusterExtension: string(c), "apiversion": k.GroupVersion().String(), "kind": k.Kind,
+			}})
+		}
+	}
+	if len(fn.Sweeps) > 0 {
+		any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{"type": function.PingEventType, FunctionExtension: fn.Name}})
+	}
+	backoff := eventingduckv1.BackoffPolicyExponential
+	return &eventingv1.Trigger{
+		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Trigger"},
+		ObjectMeta: objectMeta(fn.Name, fn.Name),
+		Spec: eventingv1.TriggerSpec{
+			Broker:     Broker,
+			Filters:    []eventingv1.SubscriptionsAPIFilter{{Any: any}},
+			Subscriber: duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: fn.Name}},
+			Delivery: &eventingduckv1.DeliverySpec{
+				Retry:         ptr.Int32(Retries),
+				BackoffPolicy: &backoff,
+				BackoffDelay:  ptr.String(BackoffDelay),
+				DeadLetterSink: &duckv1.Destination{
+					Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: DeadLetter},
+				},
+			},
+		},
+	}
+}
+
+func brokerSink() duckv1.Destination {
+	return duckv1.Destination{Ref: &duckv1.KReference{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker", Name: Broker}}
+}
+
+func objectMeta(component, name string) metav1.ObjectMeta {
+	m := clusterObjectMeta(component, name)
+	m.Namespace = Namespace
+	return m
+}
+
+func clusterObjectMeta(component, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: name,
+		Labels: map[string]string{
+			"app.kubernetes.io/part-of":   "gardener-knative",
+			"app.kubernetes.io/component": component,
+		},
+	}
+}
+
+// watchRules allow get, list and watch on exactly the given kinds, one rule per group.
+func watchRules(kinds []function.Kind) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	index := map[string]int{}
+	for _, k := range kinds {
+		i, ok := index[k.Group]
+		if !ok {
+			i = len(rules)
+			index[k.Group] = i
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.Group}, Verbs: []string{"get", "list", "watch"}})
+		}
+		if !slices.Contains(rules[i].Resources, k.Resource) {
+			rules[i].Resources = append(rules[i].Resources, k.Resource)
+		}
+	}
+	return rules
+}

@@ -1,5 +1,5 @@
-// Command bastion is GCM's Bastion controller as a Knative function: it serves the
-// CloudEvents of sources.Bastion on $PORT and deletes expired, rotten and orphaned Bastions.
+// Command bastion is GCM's Bastion controller as a Knative function: it deletes expired, rotten
+// and orphaned Bastions (pkg/controller/bastion).
 package main
 
 import (

@@ -1,7 +1,7 @@
-// Command genconfig writes the generated manifests of config/: one <function>-sources.yaml per
-// feed in sources.All, and config/scale-to-zero/, the variant of config/ in which every Knative
+// Command genconfig writes the generated manifests of config/: eventing.yaml, the event plumbing
+// of every function in the registry (functions.All), and config/scale-to-zero/, the variant of config/ in which every Knative
 // Service scales to zero (see pkg/configgen). Run it from the repository root after changing
-// sources/ or a Knative Service or webhook registration in config/:
+// a function's declaration or a Knative Service or webhook registration in config/:
 //
 //	go run ./hack/genconfig
 //
@@ -14,8 +14,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
-	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 }
 
 func run(dir string, check bool) error {
-	files, err := configgen.Generate(sources.All)
+	files, err := configgen.Generate(functions.All)
 	if err != nil {
 		return err
 	}

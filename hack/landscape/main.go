@@ -19,8 +19,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 
+	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
-	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 func main() {
@@ -103,8 +103,8 @@ func run(dir string, withSamples bool) error {
 // debugLogging makes every function log each handled event, which the live line counts.
 func debugLogging() map[string][]string {
 	env := map[string][]string{}
-	for _, feed := range sources.All {
-		env[feed.Function] = []string{"LOG_LEVEL=debug"}
+	for _, fn := range functions.All {
+		env[fn.Name] = []string{"LOG_LEVEL=debug"}
 	}
 	return env
 }

@@ -41,33 +41,47 @@ func unprocessable(format string, args ...any) error {
 	return &eventError{code: http.StatusUnprocessableEntity, reason: fmt.Sprintf(format, args...)}
 }
 
-// objectOf decodes the object an ApiServerSource event is about. ok is false when the event
+// ClusterExtension is the CloudEvents extension a cluster's ApiServerSource sets (through its
+// ceOverrides) to the cluster it watches; events without it come from the Source cluster.
+const ClusterExtension = "cluster"
+
+// eventOf decodes the object an ApiServerSource event is about. ok is false when the event
 // is not an ApiServerSource event.
-func objectOf(e cloudevents.Event) (obj Object, ok bool, err error) {
+func eventOf(e cloudevents.Event) (ev Event, ok bool, err error) {
 	switch e.Type() {
 	case RefAddEventType, RefUpdateEventType, RefDeleteEventType:
 		var ref corev1.ObjectReference
 		if err := json.Unmarshal(e.Data(), &ref); err != nil {
-			return Object{}, true, rejected("%s event data is not an object reference: %v", e.Type(), err)
+			return Event{}, true, rejected("%s event data is not an object reference: %v", e.Type(), err)
 		}
-		obj.GVK = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-		obj.Key = Key{Namespace: ref.Namespace, Name: ref.Name}
+		ev.Kind = schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		ev.Key = Key{Namespace: ref.Namespace, Name: ref.Name}
 	case ResourceAddEventType, ResourceUpdateEventType, ResourceDeleteEventType:
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(e.Data()); err != nil {
-			return Object{}, true, rejected("%s event data is not a Kubernetes object: %v", e.Type(), err)
+			return Event{}, true, rejected("%s event data is not a Kubernetes object: %v", e.Type(), err)
 		}
-		obj.GVK = u.GroupVersionKind()
-		obj.Key = Key{Namespace: u.GetNamespace(), Name: u.GetName()}
-		obj.Resource = u
+		ev.Kind = u.GroupVersionKind()
+		ev.Key = Key{Namespace: u.GetNamespace(), Name: u.GetName()}
+		ev.Object = u
 	default:
-		return Object{}, false, nil
+		return Event{}, false, nil
 	}
-	if obj.GVK.Kind == "" || obj.GVK.Version == "" || obj.Key.Name == "" {
-		return Object{}, true, rejected("%s event names no object: apiVersion, kind and name are required", e.Type())
+	if ev.Kind.Kind == "" || ev.Kind.Version == "" || ev.Key.Name == "" {
+		return Event{}, true, rejected("%s event names no object: apiVersion, kind and name are required", e.Type())
 	}
-	obj.Deleted = e.Type() == RefDeleteEventType || e.Type() == ResourceDeleteEventType
-	return obj, true, nil
+	ev.Deleted = e.Type() == RefDeleteEventType || e.Type() == ResourceDeleteEventType
+	ev.Cluster = Source
+	if c, ok := e.Extensions()[ClusterExtension]; ok {
+		switch Cluster(fmt.Sprint(c)) {
+		case Source:
+		case Target:
+			ev.Cluster = Target
+		default:
+			return Event{}, true, rejected("unknown %s extension %q", ClusterExtension, c)
+		}
+	}
+	return ev, true, nil
 }
 
 // pingPayload is the data of the PingSources in sources: which sweep to run.

@@ -1,123 +1,343 @@
-// Package function is the runtime every controller of gardener-knative runs on. A function
-// declares what it handles (how an event about each watched kind maps to the keys it
-// reconciles, and what each sweep lists) and provides a Reconciler; the runtime serves the
-// CloudEvents that ApiServerSource and PingSource send, reads state with an uncached client,
-// runs sweeps from one paginated LIST per kind, retries conflicts, and answers each event
-// with the status code that makes the sender retry exactly when retrying can help.
+// Package function is the runtime every controller of gardener-knative runs on.
+//
+// A function is one typed declaration (Function): the kinds it watches, each with a cheap
+// predicate on the event and a mapping to keys; the reconcilers it hosts; its sweeps and their
+// schedules; its configuration; and which cluster each watch, list and client is on. The
+// registry in functions/ lists every declaration, and everything else derives from it: the
+// Knative sources, Broker Triggers and RBAC in config/, the local landscape, the docs tables and
+// the functiontest harness. Nothing is declared twice.
+//
+// The runtime serves the CloudEvents that the shared ApiServerSource and the PingSources send
+// through the Broker, reads state with uncached clients, runs sweeps over one paginated LIST per
+// kind, gives reconcilers a Writer that makes every write optimistic and never drops fields the
+// API types do not know, and answers each event with the status code that makes the sender
+// retry exactly when retrying can help.
 package function
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/gardener-knative/gardener-knative/sources"
 )
 
-// Key identifies one object a function reconciles.
+// Key identifies one object a reconciler reconciles.
 type Key = types.NamespacedName
 
-// Reconciler converges the object with the given key to what the specification asks.
-// It reads through reader: the API server when an event triggered it, a snapshot of one
-// paginated LIST per kind when a sweep did. It writes with the client it was built with,
-// always with optimistic concurrency (resourceVersion preconditions), so that a stale read
-// turns into a conflict, which the runtime answers by reconciling again from live state.
-// It must be idempotent: events are duplicated and reordered.
-type Reconciler interface {
-	Reconcile(ctx context.Context, reader client.Reader, key Key) error
+// Cluster names the cluster a watch, list or client is on.
+type Cluster string
+
+const (
+	// Source is the cluster the function is deployed for: the garden for GCM's functions, the
+	// seed for GRM's. Every function has it.
+	Source Cluster = "source"
+	// Target is the second cluster of GRM's functions (a shoot, or the seed itself).
+	Target Cluster = "target"
+)
+
+// Kind is an API kind a function watches or lists, with the resource (plural) the API serves
+// it as: Knative's sources, RBAC and the sweeps' LISTs address resources, not kinds.
+type Kind struct {
+	schema.GroupVersionKind
+	Resource   string
+	Namespaced bool
 }
 
-// Object is the object an ApiServerSource event is about.
-type Object struct {
-	GVK schema.GroupVersionKind
-	Key Key
-	// Deleted is set for delete events.
+// NewKind declares a namespaced kind; its resource is the lower-case plural of the kind, as
+// Knative's ApiServerSource derives it.
+func NewKind(gv schema.GroupVersion, kind, resource string) Kind {
+	return Kind{GroupVersionKind: gv.WithKind(kind), Resource: resource, Namespaced: true}
+}
+
+// NewClusterKind declares a cluster-scoped kind.
+func NewClusterKind(gv schema.GroupVersion, kind, resource string) Kind {
+	return Kind{GroupVersionKind: gv.WithKind(kind), Resource: resource}
+}
+
+// GroupResource is the kind's group and resource.
+func (k Kind) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: k.Group, Resource: k.Resource}
+}
+
+// Event is what an ApiServerSource event says about an object. Predicates and mappers see it;
+// reconcilers never do: they read the current state.
+type Event struct {
+	// Cluster is the cluster whose source sent the event.
+	Cluster Cluster
+	Kind    schema.GroupVersionKind
+	Key     Key
 	Deleted bool
-	// Resource is the object as the event carried it (Resource mode); nil in Reference mode.
-	// It may be older than what the API server holds: use it to map, not to decide.
-	Resource *unstructured.Unstructured
+	// Object is the object as the event carried it (the shared source runs in Resource mode).
+	// It may be older than what the API server holds: use it to filter and map, not to decide.
+	// Nil for Reference-mode events.
+	Object *unstructured.Unstructured
 }
 
-// Mapper maps an event about an object of a watched kind to the keys to reconcile.
-type Mapper func(ctx context.Context, reader client.Reader, obj Object) ([]Key, error)
+// Predicate says whether an event can matter to a watch; it runs before any API request, on
+// the event alone, so that irrelevant events cost nothing. A nil predicate lets every event
+// through.
+type Predicate func(Event) bool
 
-// MapToSelf is the Mapper for the kind a function reconciles: the object's own key.
-func MapToSelf(_ context.Context, _ client.Reader, obj Object) ([]Key, error) {
-	return []Key{obj.Key}, nil
+// Mapper maps an event to the keys its reconciler must reconcile. reader reads the watch's
+// cluster live. A nil mapper maps an event to the object's own key.
+type Mapper func(ctx context.Context, reader client.Reader, ev Event) ([]Key, error)
+
+// Watch feeds one reconciler with the events of one kind.
+type Watch struct {
+	Kind Kind
+	// Cluster is where the kind is watched; empty means Source.
+	Cluster Cluster
+	// Reconciler names the reconciler the mapped keys go to.
+	Reconciler string
+	Predicate  Predicate
+	Map        Mapper
 }
 
-// Sweep says what a sweep lists. Each list is read once per sweep, paginated; the items of
-// Primary are the keys to reconcile, and the items of all lists answer the reconciler's reads
-// while the sweep runs, so a sweep costs a constant number of LISTs however many objects exist.
+// Reconciler is one of the function's reconcilers (Gardener's controllers host several).
+type Reconciler struct {
+	// Name is unique within the function; it labels metrics and log lines.
+	Name string
+	// For is the kind the reconciler's keys name. A NotFound of it is terminal: the object is
+	// gone and there is nothing to converge.
+	For Kind
+	// Cluster is where For lives; empty means Source.
+	Cluster Cluster
+	// New builds the handler once per process.
+	New func(Deps) (Handler, error)
+}
+
+// Handler converges the object a key names. It must be idempotent: events are duplicated and
+// reordered, sweeps revisit everything.
+type Handler interface {
+	Reconcile(ctx context.Context, req Request) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, req Request) error
+
+// Reconcile calls f.
+func (f HandlerFunc) Reconcile(ctx context.Context, req Request) error { return f(ctx, req) }
+
+// Trigger says what caused a reconcile.
+type Trigger string
+
+const (
+	// ByEvent reconciles read the API server.
+	ByEvent Trigger = "event"
+	// BySweep reconciles read the sweep's snapshot.
+	BySweep Trigger = "sweep"
+)
+
+// Request is one reconcile.
+type Request struct {
+	Key Key
+	// Reader reads the reconciler's cluster: the API server for events, the sweep's snapshot
+	// (which falls back to the API server for kinds it did not list) for sweeps.
+	Reader  client.Reader
+	Trigger Trigger
+	// Sweep names the sweep for sweep reconciles.
+	Sweep string
+}
+
+// List is one LIST a sweep reads, page by page.
+type List struct {
+	Kind Kind
+	// Cluster is where the kind is listed; empty means Source.
+	Cluster Cluster
+	// MetadataOnly lists PartialObjectMetadata: enough where the decision needs no spec.
+	// The reconciler then reads the kind as *metav1.PartialObjectMetadata(List).
+	MetadataOnly bool
+	// LabelSelector restricts the LIST on the server.
+	LabelSelector string
+	// Indexes answer the field selectors the reconciler lists this kind with during the
+	// sweep, by field name (e.g. "spec.seedName" → the Shoot's seed name).
+	Indexes map[string]IndexFunc
+}
+
+// IndexFunc returns the values of one field of an object, for field selectors.
+type IndexFunc func(client.Object) []string
+
+// Sweep is a scheduled pass over every object of the primary kind. The primary list is
+// streamed page by page and each key reconciled against a snapshot that answers Get and List of
+// the primary page and of every related list, so a sweep costs a constant number of LISTs per
+// kind, however many objects exist, and holds only the related kinds and one primary page.
 type Sweep struct {
-	// Primary lists the objects to reconcile. A *metav1.PartialObjectMetadataList (with its
-	// GroupVersionKind set) lists metadata only.
-	Primary client.ObjectList
-	// Related lists what the reconciler reads besides the primary objects.
-	Related []client.ObjectList
+	// Name is unique within the function; it names the PingSource.
+	Name string
+	// Schedule is a cron expression with an optional leading seconds field.
+	Schedule string
+	// Timezone is an IANA time zone name; empty means UTC.
+	Timezone string
+	// Reconciler names the reconciler every primary key goes to.
+	Reconciler string
+	Primary    List
+	Related    []List
 }
 
-// Deps are what the runtime hands a function's constructor.
-type Deps struct {
-	// Client is uncached: every read and write goes to the API server and is counted.
-	Client client.Client
-	Clock  clock.PassiveClock
-	Log    *slog.Logger
-}
-
-// Function is everything the runtime needs to know about one function.
+// Function is the one declaration of a function.
 type Function struct {
-	// Feed is the function's entry in sources.All: the kinds and schedules that feed it.
-	Feed sources.Feed
-	// Watches maps each kind of the feed to the keys its events concern.
-	Watches map[schema.GroupKind]Mapper
-	// Sweeps are run by the feed's pings, by name.
-	Sweeps map[string]Sweep
-	// New builds the reconciler; it reads the function's own settings from the environment.
-	New func(Deps) (Reconciler, error)
+	// Name is a DNS label: the folder under functions/, the Knative Service, the Trigger.
+	Name string
+	// Config is a pointer to the function's typed configuration, or nil. The runtime fills it
+	// from the function's part of Gardener's ControllerManagerConfiguration (the file named by
+	// CONTROLLER_MANAGER_CONFIG, with Gardener's defaults) when it implements
+	// ControllerManagerConfig, then from the environment through envconfig: the function's own
+	// variables win.
+	Config      any
+	Watches     []Watch
+	Reconcilers []Reconciler
+	Sweeps      []Sweep
 }
 
-// Name is the function's name.
-func (f Function) Name() string { return f.Feed.Function }
+// Clusters are the clusters the function talks to: Source always, Target when a watch, list or
+// reconciler is on it.
+func (f *Function) Clusters() []Cluster {
+	clusters := []Cluster{Source}
+	uses := func(c Cluster) {
+		if c == Target && len(clusters) == 1 {
+			clusters = append(clusters, Target)
+		}
+	}
+	for _, w := range f.Watches {
+		uses(w.Cluster)
+	}
+	for _, r := range f.Reconcilers {
+		uses(r.Cluster)
+	}
+	for _, s := range f.Sweeps {
+		for _, l := range append([]List{s.Primary}, s.Related...) {
+			uses(l.Cluster)
+		}
+	}
+	return clusters
+}
 
-// Validate checks that the function handles exactly what its feed sends it.
-func (f Function) Validate() error {
+// Reconciler returns the reconciler with the given name.
+func (f *Function) Reconciler(name string) (Reconciler, bool) {
+	for _, r := range f.Reconcilers {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Reconciler{}, false
+}
+
+// Sweep returns the sweep with the given name.
+func (f *Function) Sweep(name string) (Sweep, bool) {
+	for _, s := range f.Sweeps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Sweep{}, false
+}
+
+// WatchedKinds are the kinds the function watches on a cluster, each once, in declaration order.
+func (f *Function) WatchedKinds(c Cluster) []Kind {
+	var kinds []Kind
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, w := range f.Watches {
+		if clusterOrSource(w.Cluster) == c && !seen[w.Kind.GroupVersionKind] {
+			seen[w.Kind.GroupVersionKind] = true
+			kinds = append(kinds, w.Kind)
+		}
+	}
+	return kinds
+}
+
+func clusterOrSource(c Cluster) Cluster {
+	if c == "" {
+		return Source
+	}
+	return c
+}
+
+// Validate checks the declaration's internal consistency: names, references between watches,
+// sweeps and reconcilers, kinds and selectors. The runtime refuses to serve an invalid one, and
+// the registry's test validates every function.
+func (f *Function) Validate() error {
 	var errs []error
-	fed := map[schema.GroupKind]bool{}
-	for _, r := range f.Feed.Resources {
-		gk := schema.GroupKind{Group: r.Group(), Kind: r.Kind}
-		fed[gk] = true
-		if f.Watches[gk] == nil {
-			errs = append(errs, fmt.Errorf("feed watches %s but the function has no mapper for it", gk))
-		}
+	for _, msg := range validation.IsDNS1035Label(f.Name) {
+		errs = append(errs, fmt.Errorf("name %q: %s", f.Name, msg))
 	}
-	for gk := range f.Watches {
-		if !fed[gk] {
-			errs = append(errs, fmt.Errorf("function maps %s but its feed does not watch it", gk))
-		}
+	if len(f.Reconcilers) == 0 {
+		errs = append(errs, errors.New("no reconcilers"))
 	}
-	for _, p := range f.Feed.Pings {
-		if _, ok := f.Sweeps[p.Sweep]; !ok {
-			errs = append(errs, fmt.Errorf("feed pings sweep %q but the function has no such sweep", p.Sweep))
+	names := map[string]bool{}
+	for _, r := range f.Reconcilers {
+		if r.Name == "" || names[r.Name] {
+			errs = append(errs, fmt.Errorf("reconciler name %q is empty or not unique", r.Name))
 		}
+		names[r.Name] = true
+		if r.New == nil {
+			errs = append(errs, fmt.Errorf("reconciler %q has no constructor", r.Name))
+		}
+		errs = append(errs, validateKind("reconciler "+r.Name, r.For), validateCluster("reconciler "+r.Name, r.Cluster))
 	}
-	for name, s := range f.Sweeps {
-		if _, ok := f.Feed.Ping(name); !ok {
-			errs = append(errs, fmt.Errorf("function has sweep %q but its feed never pings it", name))
+	for _, w := range f.Watches {
+		what := fmt.Sprintf("watch of %s for %q", w.Kind.Kind, w.Reconciler)
+		if !names[w.Reconciler] {
+			errs = append(errs, fmt.Errorf("%s: no such reconciler", what))
 		}
-		if s.Primary == nil {
-			errs = append(errs, fmt.Errorf("sweep %q has no primary list", name))
+		if r, ok := f.Reconciler(w.Reconciler); ok && w.Map == nil && r.For.GroupKind() != w.Kind.GroupKind() {
+			errs = append(errs, fmt.Errorf("%s: a watch of another kind than the reconciler's needs a mapper", what))
 		}
+		errs = append(errs, validateKind(what, w.Kind), validateCluster(what, w.Cluster))
 	}
-	if f.New == nil {
-		errs = append(errs, errors.New("function has no constructor"))
+	sweeps := map[string]bool{}
+	for _, s := range f.Sweeps {
+		what := "sweep " + s.Name
+		for _, msg := range validation.IsDNS1123Label(s.Name) {
+			errs = append(errs, fmt.Errorf("%s: %s", what, msg))
+		}
+		if sweeps[s.Name] {
+			errs = append(errs, fmt.Errorf("%s: declared twice", what))
+		}
+		sweeps[s.Name] = true
+		if strings.TrimSpace(s.Schedule) == "" {
+			errs = append(errs, fmt.Errorf("%s: no schedule", what))
+		}
+		r, ok := f.Reconciler(s.Reconciler)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: no reconciler %q", what, s.Reconciler))
+		} else if r.For.GroupKind() != s.Primary.Kind.GroupKind() {
+			errs = append(errs, fmt.Errorf("%s: primary kind %s is not reconciler %q's kind %s", what, s.Primary.Kind.Kind, r.Name, r.For.Kind))
+		}
+		listed := map[schema.GroupVersionKind]bool{}
+		for _, l := range append([]List{s.Primary}, s.Related...) {
+			errs = append(errs, validateKind(what, l.Kind), validateCluster(what, l.Cluster))
+			if listed[l.Kind.GroupVersionKind] {
+				errs = append(errs, fmt.Errorf("%s: lists %s twice", what, l.Kind.Kind))
+			}
+			listed[l.Kind.GroupVersionKind] = true
+			if l.LabelSelector != "" {
+				if _, err := metav1.ParseToLabelSelector(l.LabelSelector); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %s label selector: %w", what, l.Kind.Kind, err))
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+func validateKind(what string, k Kind) error {
+	if k.Kind == "" || k.Version == "" || k.Resource == "" {
+		return fmt.Errorf("%s: kind %v needs a version, kind and resource", what, k)
+	}
+	return nil
+}
+
+func validateCluster(what string, c Cluster) error {
+	switch c {
+	case "", Source, Target:
+		return nil
+	}
+	return fmt.Errorf("%s: unknown cluster %q", what, c)
 }

@@ -10,6 +10,13 @@ type metrics struct {
 	reconcile *prometheus.HistogramVec
 	sweeps    *prometheus.HistogramVec
 	swept     *prometheus.GaugeVec
+	// filtered counts events a watch's predicate dropped; terminal, events acknowledged after a
+	// terminal failure; coalesced, ticks that arrived while their sweep ran; keyFailures, keys
+	// a sweep could not reconcile.
+	filtered    *prometheus.CounterVec
+	terminal    *prometheus.CounterVec
+	coalesced   *prometheus.CounterVec
+	keyFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, function string) *metrics {
@@ -22,23 +29,43 @@ func newMetrics(reg prometheus.Registerer, function string) *metrics {
 		}, []string{"type", "outcome"}),
 		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:        "gardener_knative_reconcile_duration_seconds",
-			Help:        "Duration of one key's reconcile, by trigger (event or sweep) and result.",
+			Help:        "Duration of one key's reconcile, by reconciler, trigger (event or sweep) and result.",
 			ConstLabels: constLabels,
 			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 14),
-		}, []string{"trigger", "result"}),
+		}, []string{"reconciler", "trigger", "result"}),
 		sweeps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:        "gardener_knative_sweep_duration_seconds",
 			Help:        "Duration of a whole sweep, lists included, by sweep and result.",
 			ConstLabels: constLabels,
 			Buckets:     prometheus.ExponentialBuckets(0.01, 2, 14),
 		}, []string{"sweep", "result"}),
+		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_events_filtered_total",
+			Help:        "Events a watch's predicate found irrelevant, by reconciler and kind.",
+			ConstLabels: constLabels,
+		}, []string{"reconciler", "kind"}),
+		terminal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_events_terminal_total",
+			Help:        "Events acknowledged after a terminal failure (Forbidden, Invalid, object gone), by kind; never retried.",
+			ConstLabels: constLabels,
+		}, []string{"kind"}),
+		coalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_sweep_ticks_coalesced_total",
+			Help:        "Ticks that arrived while their sweep was running and were coalesced into it.",
+			ConstLabels: constLabels,
+		}, []string{"sweep"}),
+		keyFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_sweep_key_failures_total",
+			Help:        "Keys a sweep failed to reconcile, by sweep and kind of failure (transient, terminal); the next tick retries them.",
+			ConstLabels: constLabels,
+		}, []string{"sweep", "failure"}),
 		swept: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name:        "gardener_knative_sweep_objects",
 			Help:        "Objects the last run of each sweep reconciled.",
 			ConstLabels: constLabels,
 		}, []string{"sweep"}),
 	}
-	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept)
+	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures)
 	return m
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -15,19 +16,33 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Options tune how the runtime serves events; Config fills them from the environment.
 type Options struct {
-	EventTimeout     time.Duration
+	// EventTimeout is one event's budget: its mapping and every key's reconcile.
+	EventTimeout time.Duration
+	// SweepTimeout bounds one sweep run.
 	SweepTimeout     time.Duration
 	SweepConcurrency int
 	ListPageSize     int64
 	// ConflictRetries is how often a key whose write conflicted is reconciled again from
-	// live state before the event is answered with 503.
+	// live state before it counts as failed.
 	ConflictRetries int
+}
+
+// Env is what the runtime serves a function with.
+type Env struct {
+	// Source and Target are uncached clients of the function's clusters; Target only for
+	// functions that declare it.
+	Source, Target client.Client
+	Clock          clock.PassiveClock
+	Log            *slog.Logger
+	Registry       prometheus.Registerer
+	// Config is the function's loaded configuration (see LoadConfig); nil when it has none.
+	Config any
 }
 
 // maxEventBytes bounds an event's body: etcd stores objects of at most 1.5 MiB.
@@ -35,27 +50,69 @@ const maxEventBytes = 8 << 20
 
 // Server answers the CloudEvents of one function.
 type Server struct {
-	fn         Function
-	reconciler Reconciler
-	live       client.Reader
-	scheme     *runtime.Scheme
-	opts       Options
-	log        *slog.Logger
-	metrics    *metrics
+	fn       *Function
+	handlers map[string]Handler
+	live     map[Cluster]client.Client
+	opts     Options
+	log      *slog.Logger
+	metrics  *metrics
+	// running holds one lock per sweep name: a tick that arrives while that sweep runs is
+	// acknowledged and coalesced into the running one.
+	running map[string]*sync.Mutex
 }
 
-// NewServer serves fn's events with reconciler; live is the uncached API reader.
-func NewServer(fn Function, reconciler Reconciler, live client.Reader, scheme *runtime.Scheme, opts Options, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+// NewServer validates fn and builds its reconcilers.
+func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 	if err := fn.Validate(); err != nil {
-		return nil, fmt.Errorf("function %s: %w", fn.Name(), err)
+		return nil, fmt.Errorf("function %s: %w", fn.Name, err)
 	}
-	return &Server{fn: fn, reconciler: reconciler, live: live, scheme: scheme, opts: opts, log: log, metrics: newMetrics(reg, fn.Name())}, nil
+	s := &Server{
+		fn: fn, handlers: map[string]Handler{}, opts: opts, log: env.Log,
+		live:    map[Cluster]client.Client{Source: env.Source},
+		metrics: newMetrics(env.Registry, fn.Name),
+		running: map[string]*sync.Mutex{},
+	}
+	deps := Deps{
+		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source)},
+		Clock:  env.Clock, Config: env.Config,
+	}
+	for _, c := range fn.Clusters() {
+		if c == Target {
+			if env.Target == nil {
+				return nil, fmt.Errorf("function %s works on the target cluster, but no target client is configured", fn.Name)
+			}
+			s.live[Target] = env.Target
+			deps.Target = ClusterClient{Reader: env.Target, Writer: NewWriter(env.Target)}
+		}
+	}
+	for _, r := range fn.Reconcilers {
+		component := fn.Name + "-controller"
+		if r.Name != "main" {
+			component = fn.Name + "-" + r.Name + "-controller"
+		}
+		d := deps
+		d.Log = env.Log.With("reconciler", r.Name)
+		d.Events = NewEventRecorder(env.Source, component, env.Clock, d.Log)
+		h, err := r.New(d)
+		if err != nil {
+			return nil, fmt.Errorf("function %s: reconciler %s: %w", fn.Name, r.Name, err)
+		}
+		s.handlers[r.Name] = h
+	}
+	for _, sw := range fn.Sweeps {
+		s.running[sw.Name] = &sync.Mutex{}
+	}
+	return s, nil
 }
 
-// ServeHTTP receives one CloudEvent (binary or structured mode) and answers it:
-// 200 when it was handled, 400/422 when it can never be (final for the sender),
-// 503 when handling failed for a reason that may pass (the sender retries),
-// 500 when the function itself failed (a bug: retrying would not help; the next sweep retries).
+// ServeHTTP receives one CloudEvent (binary or structured mode) and answers it deterministically:
+//   - 200 when it was handled, when it did not concern the function (predicates), when it failed
+//     terminally (the error is logged and counted: retrying cannot help), or when it was a tick
+//     coalesced into a running sweep;
+//   - 400/422 when it can never be handled (malformed; final for the sender);
+//   - 503 when handling failed for a reason that may pass (the sender retries);
+//   - 500 when the function's own code panicked (a bug: retrying would not help; the next sweep
+//     tries again).
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -80,8 +137,11 @@ func (s *Server) answer(w http.ResponseWriter, eventType string, start time.Time
 	code, outcome, reason := http.StatusOK, "done", ""
 	var evErr *eventError
 	var panicked *panicError
+	var ack *acknowledged
 	switch {
 	case err == nil:
+	case errors.As(err, &ack):
+		outcome, reason = ack.outcome, ack.Error()
 	case errors.As(err, &evErr):
 		code, outcome, reason = evErr.code, "rejected", evErr.reason
 	case errors.As(err, &panicked):
@@ -97,17 +157,17 @@ func (s *Server) answer(w http.ResponseWriter, eventType string, start time.Time
 	if panicked != nil {
 		attrs = append(attrs, "stack", string(panicked.stack))
 	}
-	switch {
-	case err == nil:
-		s.log.Debug("event handled", attrs...)
-	case outcome == "retry":
+	switch outcome {
+	case "done", "coalesced":
+		s.log.Debug("event handled", append(attrs, "reason", reason)...)
+	case "retry":
 		s.log.Warn("event failed, sender will retry", append(attrs, "reason", reason)...)
-	case outcome == "rejected":
-		s.log.Warn("event rejected", append(attrs, "reason", reason)...)
+	case "rejected", "terminal":
+		s.log.Warn("event not handled, not to be retried", append(attrs, "reason", reason)...)
 	default:
 		s.log.Error("event not handled", append(attrs, "reason", reason)...)
 	}
-	if err != nil {
+	if code != http.StatusOK {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(code)
 		_, _ = fmt.Fprintln(w, reason)
@@ -134,99 +194,139 @@ func (s *Server) handle(ctx context.Context, event cloudevents.Event) error {
 		}
 		return s.Sweep(ctx, sweep)
 	}
-	obj, ok, err := objectOf(event)
+	ev, ok, err := eventOf(event)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return unprocessable("event type %q is neither an ApiServerSource nor a PingSource event", event.Type())
 	}
-	return s.HandleObject(ctx, obj)
+	return s.HandleEvent(ctx, ev)
 }
 
-// HandleObject reconciles the keys that an event about obj concerns, from live state.
-func (s *Server) HandleObject(ctx context.Context, obj Object) error {
-	mapper := s.fn.Watches[obj.GVK.GroupKind()]
-	if mapper == nil {
-		return unprocessable("function %s does not watch %s", s.fn.Name(), obj.GVK.GroupKind())
-	}
+// HandleEvent runs every watch of the event's kind and cluster: its predicate on the event, its
+// mapping to keys, and its reconciler on each key from live state, all within one event budget.
+// A key that fails terminally is acknowledged (logged and counted); any transient failure makes
+// the whole event fail, so that the sender retries it.
+func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.EventTimeout)
 	defer cancel()
-	keys, err := safely(func() ([]Key, error) { return mapper(ctx, s.live, obj) })
-	if err != nil {
-		return fmt.Errorf("mapping %s %s: %w", obj.GVK.Kind, obj.Key, err)
-	}
-	var errs []error
-	for _, key := range keys {
-		if err := s.reconcile(ctx, "event", s.live, key); err != nil {
-			errs = append(errs, err)
+	watched := false
+	var transient, terminal []error
+	for _, w := range s.fn.Watches {
+		if w.Kind.GroupKind() != ev.Kind.GroupKind() || clusterOrSource(w.Cluster) != ev.Cluster {
+			continue
+		}
+		watched = true
+		if w.Predicate != nil {
+			pass, err := safely(func() (bool, error) { return w.Predicate(ev), nil })
+			if err != nil {
+				return err
+			}
+			if !pass {
+				s.metrics.filtered.WithLabelValues(w.Reconciler, ev.Kind.Kind).Inc()
+				continue
+			}
+		}
+		keys := []Key{ev.Key}
+		if w.Map != nil {
+			var err error
+			keys, err = safely(func() ([]Key, error) { return w.Map(ctx, s.live[ev.Cluster], ev) })
+			if err != nil {
+				if isTerminal(err) {
+					terminal = append(terminal, fmt.Errorf("mapping %s %s for %s: %w", ev.Kind.Kind, ev.Key, w.Reconciler, err))
+					continue
+				}
+				return fmt.Errorf("mapping %s %s for %s: %w", ev.Kind.Kind, ev.Key, w.Reconciler, err)
+			}
+		}
+		r, _ := s.fn.Reconciler(w.Reconciler)
+		for _, key := range keys {
+			err := s.reconcile(ctx, r, Request{Key: key, Reader: s.live[clusterOrSource(r.Cluster)], Trigger: ByEvent})
+			switch {
+			case err == nil:
+			case isTerminalFor(err, r, key):
+				terminal = append(terminal, err)
+			default:
+				transient = append(transient, err)
+			}
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// Sweep runs the named sweep: one paginated LIST per listed kind, then a reconcile of every
-// primary key against that snapshot, a bounded number at a time.
-func (s *Server) Sweep(ctx context.Context, name string) (err error) {
-	sweep, ok := s.fn.Sweeps[name]
-	if !ok {
-		return unprocessable("function %s has no sweep %q", s.fn.Name(), name)
+	if !watched {
+		return unprocessable("function %s does not watch %s on the %s cluster", s.fn.Name, ev.Kind.GroupKind(), ev.Cluster)
 	}
-	start := time.Now()
-	defer func() { s.metrics.sweeps.WithLabelValues(name, result(err)).Observe(time.Since(start).Seconds()) }()
-	ctx, cancel := context.WithTimeout(ctx, s.opts.SweepTimeout)
-	defer cancel()
-
-	snap, keys, err := takeSnapshot(ctx, s.live, s.scheme, sweep, s.opts.ListPageSize)
-	if err != nil {
-		return fmt.Errorf("sweep %s: %w", name, err)
+	for _, err := range terminal {
+		s.metrics.terminal.WithLabelValues(ev.Kind.Kind).Inc()
+		s.log.Warn("terminal failure acknowledged, not retried", "kind", ev.Kind.Kind, "object", ev.Key, "error", err)
 	}
-	var (
-		mu     sync.Mutex
-		failed []error
-		wg     sync.WaitGroup
-		slots  = make(chan struct{}, max(1, s.opts.SweepConcurrency))
-	)
-	for _, key := range keys {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := s.reconcile(ctx, "sweep", snap, key); err != nil {
-				mu.Lock()
-				failed = append(failed, err)
-				mu.Unlock()
-			}
-		}()
+	if len(transient) > 0 {
+		return errors.Join(transient...)
 	}
-	wg.Wait()
-	s.metrics.swept.WithLabelValues(name).Set(float64(len(keys)))
-	s.log.Info("sweep done", "sweep", name, "objects", len(keys), "failed", len(failed), "duration", time.Since(start))
-	if len(failed) > 0 {
-		const shown = 3
-		return fmt.Errorf("sweep %s: %d of %d objects failed: %w", name, len(failed), len(keys), errors.Join(failed[:min(shown, len(failed))]...))
+	if len(terminal) > 0 {
+		return &acknowledged{outcome: "terminal", err: errors.Join(terminal...)}
 	}
 	return nil
 }
 
 // reconcile reconciles one key; a write conflict means the read was stale, so the key is
 // reconciled again from live state, a bounded number of times.
-func (s *Server) reconcile(ctx context.Context, trigger string, reader client.Reader, key Key) error {
+func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error {
 	start := time.Now()
+	h := s.handlers[r.Name]
 	var err error
 	for attempt := 0; ; attempt++ {
-		_, err = safely(func() (struct{}, error) { return struct{}{}, s.reconciler.Reconcile(ctx, reader, key) })
+		_, err = safely(func() (struct{}, error) { return struct{}{}, h.Reconcile(ctx, req) })
 		if !apierrors.IsConflict(err) || attempt >= s.opts.ConflictRetries {
 			break
 		}
-		reader = s.live
+		req.Reader = s.live[clusterOrSource(r.Cluster)]
 	}
-	s.metrics.reconcile.WithLabelValues(trigger, result(err)).Observe(time.Since(start).Seconds())
+	s.metrics.reconcile.WithLabelValues(r.Name, string(req.Trigger), result(err)).Observe(time.Since(start).Seconds())
 	if err != nil {
-		return fmt.Errorf("reconciling %s: %w", key, err)
+		return fmt.Errorf("reconciler %s: %s: %w", r.Name, req.Key, err)
 	}
 	return nil
 }
+
+// Terminal marks err as one that retrying cannot cure (a reconciler's own judgement, e.g. a
+// spec it refuses): the event is acknowledged, logged and counted, never retried.
+func Terminal(err error) error { return &terminalError{err: err} }
+
+type terminalError struct{ err error }
+
+func (t *terminalError) Error() string { return t.err.Error() }
+func (t *terminalError) Unwrap() error { return t.err }
+
+// isTerminal: errors no retry can cure. Forbidden needs an RBAC change, Invalid and BadRequest a
+// different object; retrying the same event only repeats the answer.
+func isTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) ||
+		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// isTerminalFor is isTerminal, plus a NotFound of the reconciled object itself: it is gone and
+// there is nothing to converge. A NotFound of anything else may be a read racing a create.
+func isTerminalFor(err error, r Reconciler, key Key) bool {
+	if isTerminal(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	details := status.Status().Details
+	return details != nil && details.Name == key.Name &&
+		details.Group == r.For.Group && (details.Kind == r.For.Resource || details.Kind == r.For.Kind)
+}
+
+// acknowledged is an outcome that is answered 200 but is not plain success.
+type acknowledged struct {
+	outcome string
+	err     error
+}
+
+func (a *acknowledged) Error() string { return a.err.Error() }
 
 // panicError is a panic of a function's code, turned into an error so that one bad object
 // cannot take the process down.
@@ -244,4 +344,12 @@ func safely[T any](f func() (T, error)) (result T, err error) {
 		}
 	}()
 	return f()
+}
+
+// newConfig returns a fresh zero value of the type the declaration's Config points to.
+func newConfig(prototype any) any {
+	if prototype == nil {
+		return nil
+	}
+	return reflect.New(reflect.TypeOf(prototype).Elem()).Interface()
 }

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -19,9 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	knsources "knative.dev/eventing/pkg/apis/sources"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,37 +34,51 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
-	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 var (
-	bastionGK = schema.GroupKind{Group: "operations.gardener.cloud", Kind: "Bastion"}
-	shootGK   = schema.GroupKind{Group: "core.gardener.cloud", Kind: "Shoot"}
+	bastionKind = NewKind(operationsv1alpha1.SchemeGroupVersion, "Bastion", "bastions")
+	shootKind   = NewKind(gardencorev1beta1.SchemeGroupVersion, "Shoot", "shoots")
 )
 
-// recorder is a Reconciler that records its keys and reads each Bastion and its Shoot.
+// recorder is a Handler that records its keys and reads each Bastion and its Shoot, and lists
+// the Shoots of the Bastion's seed by the indexed field.
 type recorder struct {
 	mu       sync.Mutex
 	keys     []Key
 	fail     func(Key) error
 	readBack bool
+	// seedShoots records, per key, how many Shoots the field-selected List found.
+	seedShoots map[Key]int
+	block      chan struct{}
 }
 
-func (r *recorder) Reconcile(ctx context.Context, reader client.Reader, key Key) error {
+func (r *recorder) Reconcile(ctx context.Context, req Request) error {
 	r.mu.Lock()
-	r.keys = append(r.keys, key)
+	r.keys = append(r.keys, req.Key)
+	block := r.block
 	r.mu.Unlock()
+	if block != nil {
+		<-block
+	}
 	if r.readBack {
 		b := &operationsv1alpha1.Bastion{}
-		if err := reader.Get(ctx, key, b); err != nil {
+		if err := req.Reader.Get(ctx, req.Key, b); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ShootRef.Name}, &gardencorev1beta1.Shoot{}); client.IgnoreNotFound(err) != nil {
+		if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ShootRef.Name}, &gardencorev1beta1.Shoot{}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
+		shoots := &gardencorev1beta1.ShootList{}
+		if err := req.Reader.List(ctx, shoots, client.InNamespace(b.Namespace), client.MatchingFields{"spec.seedName": ptr.Deref(b.Spec.SeedName, "")}); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.seedShoots[req.Key] = len(shoots.Items)
+		r.mu.Unlock()
 	}
 	if r.fail != nil {
-		return r.fail(key)
+		return r.fail(req.Key)
 	}
 	return nil
 }
@@ -70,30 +89,30 @@ func (r *recorder) recorded() []Key {
 	return append([]Key(nil), r.keys...)
 }
 
-var testFeed = sources.Feed{
-	Function: "test",
-	Resources: []sources.Resource{
-		{APIVersion: "operations.gardener.cloud/v1alpha1", Kind: "Bastion", Plural: "bastions"},
-		{APIVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot", Plural: "shoots"},
-	},
-	Pings: []sources.Ping{{Sweep: "resync", Schedule: "* * * * *"}},
-}
-
-func testFunction() Function {
-	return Function{
-		Feed: testFeed,
-		Watches: map[schema.GroupKind]Mapper{
-			bastionGK: MapToSelf,
+func testFunction(rec *recorder) *Function {
+	return &Function{
+		Name:        "test",
+		Reconcilers: []Reconciler{{Name: "main", For: bastionKind, New: func(Deps) (Handler, error) { return rec, nil }}},
+		Watches: []Watch{
+			{Kind: bastionKind, Reconciler: "main", Predicate: func(ev Event) bool { return ev.Key.Name != "irrelevant" }},
 			// Shoots map to a Bastion of the same name, to see mapping at work.
-			shootGK: func(_ context.Context, _ client.Reader, obj Object) ([]Key, error) {
-				if obj.Key.Name == "panic" {
+			{Kind: shootKind, Reconciler: "main", Map: func(_ context.Context, _ client.Reader, ev Event) ([]Key, error) {
+				if ev.Key.Name == "panic" {
 					panic("mapper bug")
 				}
-				return []Key{{Namespace: obj.Key.Namespace, Name: "bastion-of-" + obj.Key.Name}}, nil
-			},
+				return []Key{{Namespace: ev.Key.Namespace, Name: "bastion-of-" + ev.Key.Name}}, nil
+			}},
 		},
-		Sweeps: map[string]Sweep{"resync": {Primary: &operationsv1alpha1.BastionList{}, Related: []client.ObjectList{&gardencorev1beta1.ShootList{}}}},
-		New:    func(Deps) (Reconciler, error) { return nil, errors.New("not used in tests") },
+		Sweeps: []Sweep{{
+			Name: "resync", Schedule: "* * * * *", Reconciler: "main",
+			Primary: List{Kind: bastionKind},
+			Related: []List{{Kind: shootKind, Indexes: map[string]IndexFunc{"spec.seedName": func(o client.Object) []string {
+				if seed := o.(*gardencorev1beta1.Shoot).Spec.SeedName; seed != nil {
+					return []string{*seed}
+				}
+				return nil
+			}}}},
+		}},
 	}
 }
 
@@ -104,12 +123,15 @@ type harness struct {
 	registry *prometheus.Registry
 	reads    *int
 	mu       *sync.Mutex
+	failList *atomic.Bool
 }
 
 func newHarness(t *testing.T, rec *recorder, objs ...client.Object) *harness {
 	t.Helper()
 	var mu sync.Mutex
 	reads := 0
+	failList := &atomic.Bool{}
+	rec.seedShoots = map[Key]int{}
 	count := func() { mu.Lock(); reads++; mu.Unlock() }
 	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -118,14 +140,17 @@ func newHarness(t *testing.T, rec *recorder, objs ...client.Object) *harness {
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			count()
+			if failList.Load() {
+				return apierrors.NewServiceUnavailable("etcd is away")
+			}
 			return c.List(ctx, list, opts...)
 		},
 	}).Build()
 	reg := prometheus.NewRegistry()
-	opts := Options{EventTimeout: 5e9, SweepTimeout: 5e9, SweepConcurrency: 4, ListPageSize: 2, ConflictRetries: 2}
-	s, err := NewServer(testFunction(), rec, c, scheme.Gardener, opts, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	opts := Options{EventTimeout: 5 * time.Second, SweepTimeout: 5 * time.Second, SweepConcurrency: 4, ListPageSize: 2, ConflictRetries: 2}
+	s, err := NewServer(testFunction(rec), Env{Source: c, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: reg}, opts)
 	require.NoError(t, err)
-	h := &harness{server: s, http: httptest.NewServer(s), rec: rec, registry: reg, reads: &reads, mu: &mu}
+	h := &harness{server: s, http: httptest.NewServer(s), rec: rec, registry: reg, reads: &reads, mu: &mu, failList: failList}
 	t.Cleanup(h.http.Close)
 	return h
 }
@@ -194,6 +219,22 @@ func TestReferenceAndResourceEventsReconcileMappedKeys(t *testing.T) {
 
 	assert.Equal(t, []Key{{Namespace: "garden-dev", Name: "b1"}, {Namespace: "garden-dev", Name: "bastion-of-s1"}}, h.rec.recorded())
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.server.metrics.events.WithLabelValues(RefUpdateEventType, "done")))
+
+	t.Run("a predicate drops an event before any read", func(t *testing.T) {
+		before, reads := len(h.rec.recorded()), h.readCount()
+		code, body := h.send(t, event(t, RefUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"irrelevant","namespace":"garden-dev"}`))
+		require.Equal(t, http.StatusOK, code, body)
+		assert.Len(t, h.rec.recorded(), before)
+		assert.Equal(t, reads, h.readCount())
+		assert.Equal(t, 1.0, testutil.ToFloat64(h.server.metrics.filtered.WithLabelValues("main", "Bastion")))
+	})
+	t.Run("an event of a cluster the function does not watch is refused", func(t *testing.T) {
+		e := event(t, RefUpdateEventType, ref)
+		e.SetExtension(ClusterExtension, "target")
+		code, body := h.send(t, e)
+		assert.Equal(t, http.StatusUnprocessableEntity, code)
+		assert.Contains(t, body, "target cluster")
+	})
 }
 
 func TestBadEventsGetAFinalAnswerWithAReason(t *testing.T) {
@@ -208,6 +249,7 @@ func TestBadEventsGetAFinalAnswerWithAReason(t *testing.T) {
 		{"reference that is no JSON", event(t, RefAddEventType, `not json`), 400, "not an object reference"},
 		{"resource that is no object", event(t, ResourceAddEventType, `[1,2]`), 400, "not a Kubernetes object"},
 		{"kind the function does not watch", event(t, RefAddEventType, `{"apiVersion":"v1","kind":"Secret","name":"s","namespace":"n"}`), 422, "does not watch"},
+		{"unknown cluster", withExtension(event(t, RefAddEventType, `{"apiVersion":"v1","kind":"Secret","name":"s","namespace":"n"}`), ClusterExtension, "mars"), 400, "unknown cluster"},
 		{"unknown event type", event(t, "com.example.unknown", `{}`), 422, "neither an ApiServerSource nor a PingSource event"},
 		{"ping without data", event(t, PingEventType, ""), 422, "no data"},
 		{"ping for an unknown sweep", event(t, PingEventType, `{"sweep":"nope"}`), 422, `no sweep "nope"`},
@@ -271,6 +313,38 @@ func TestTransientFailuresAskForARetry(t *testing.T) {
 	})
 }
 
+func TestTerminalFailuresAreAcknowledgedNotRetried(t *testing.T) {
+	bastions := schema.GroupResource{Group: "operations.gardener.cloud", Resource: "bastions"}
+	ref := `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"b1","namespace":"ns"}`
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"Forbidden", apierrors.NewForbidden(bastions, "b1", errors.New("RBAC says no")), http.StatusOK},
+		{"Invalid", apierrors.NewInvalid(schema.GroupKind{Group: "operations.gardener.cloud", Kind: "Bastion"}, "b1", nil), http.StatusOK},
+		{"NotFound of the reconciled object", apierrors.NewNotFound(bastions, "b1"), http.StatusOK},
+		{"marked terminal by the reconciler", Terminal(errors.New("spec refused")), http.StatusOK},
+		{"NotFound of another object", apierrors.NewNotFound(schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}, "s1"), http.StatusServiceUnavailable},
+		{"TooManyRequests", apierrors.NewTooManyRequests("slow down", 1), http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attempts := 0
+			h := newHarness(t, &recorder{fail: func(Key) error { attempts++; return tc.err }})
+			code, body := h.send(t, event(t, RefAddEventType, ref))
+			assert.Equal(t, tc.code, code, body)
+			assert.Equal(t, 1, attempts)
+			terminal := testutil.ToFloat64(h.server.metrics.terminal.WithLabelValues("Bastion"))
+			if tc.code == http.StatusOK {
+				assert.Equal(t, 1.0, terminal)
+				assert.Equal(t, 1.0, testutil.ToFloat64(h.server.metrics.events.WithLabelValues(RefAddEventType, "terminal")))
+			} else {
+				assert.Zero(t, terminal)
+			}
+		})
+	}
+}
+
 func TestPanicsDoNotKillTheProcess(t *testing.T) {
 	rec := &recorder{fail: func(k Key) error {
 		if k.Name == "boom" {
@@ -294,43 +368,102 @@ func TestSweepReadsFromOneListPerKind(t *testing.T) {
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 		b.Spec.ShootRef.Name = "shoot-" + name
+		b.Spec.SeedName = ptr.To("seed-1")
 		objs = append(objs, b)
 	}
-	objs = append(objs, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot-a", Namespace: "ns"}})
+	for _, s := range []struct{ name, ns, seed string }{{"shoot-a", "ns", "seed-1"}, {"shoot-b", "ns", "seed-1"}, {"shoot-x", "ns", "seed-2"}, {"shoot-y", "other", "seed-1"}} {
+		objs = append(objs, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.ns}, Spec: gardencorev1beta1.ShootSpec{SeedName: ptr.To(s.seed)}})
+	}
 	rec := &recorder{readBack: true}
 	h := newHarness(t, rec, objs...)
 
 	code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Len(t, rec.recorded(), 5)
-	// One LIST of Bastions, one of Shoots, and no Get reached the API. (The fake client does
-	// not paginate; the integration tests count pages against a real kube-apiserver.)
-	assert.Equal(t, 2, h.readCount())
+	// Three pages of Bastions (page size 2) and one LIST of Shoots (the fake client does not
+	// paginate): every Get and the field-selected List were answered from the snapshot.
+	assert.Equal(t, 4, h.readCount())
 	assert.Equal(t, 5.0, testutil.ToFloat64(h.server.metrics.swept.WithLabelValues("resync")))
+	for _, k := range rec.recorded() {
+		assert.Equal(t, 2, rec.seedShoots[k], "shoots of seed-1 in namespace ns, from the index, for %s", k)
+	}
 
-	t.Run("a failing key fails the sweep with 503 after every key was tried", func(t *testing.T) {
+	t.Run("a failing key is counted, the sweep answers 200", func(t *testing.T) {
 		rec.fail = func(k Key) error {
 			if k.Name == "c" {
 				return errors.New("boom")
 			}
 			return nil
 		}
+		defer func() { rec.fail = nil }()
 		before := len(rec.recorded())
 		code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, body, "1 of 5 objects failed")
+		assert.Equal(t, http.StatusOK, code, body)
 		assert.Len(t, rec.recorded(), before+5)
+		assert.Equal(t, 1.0, testutil.ToFloat64(h.server.metrics.keyFailures.WithLabelValues("resync", "transient")))
+	})
+	t.Run("a failing LIST fails the sweep with 503", func(t *testing.T) {
+		h.failList.Store(true)
+		defer h.failList.Store(false)
+		code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Contains(t, body, "etcd is away")
 	})
 }
 
-func TestValidateRejectsAFunctionThatDoesNotMatchItsFeed(t *testing.T) {
-	fn := testFunction()
-	delete(fn.Watches, shootGK)
-	fn.Watches[schema.GroupKind{Kind: "Secret"}] = MapToSelf
-	fn.Sweeps["extra"] = Sweep{Primary: &operationsv1alpha1.BastionList{}}
+func TestConcurrentTicksCoalesce(t *testing.T) {
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	rec := &recorder{block: make(chan struct{})}
+	h := newHarness(t, rec, b)
+	first := make(chan int)
+	go func() {
+		code, _ := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+		first <- code
+	}()
+	require.Eventually(t, func() bool { return len(rec.recorded()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	// The first run is blocked in its reconcile: three more ticks arrive and are coalesced.
+	for range 3 {
+		code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+		assert.Equal(t, http.StatusOK, code, body)
+	}
+	close(rec.block)
+	assert.Equal(t, http.StatusOK, <-first)
+	assert.Len(t, rec.recorded(), 1, "only the running sweep reconciled")
+	assert.Equal(t, 3.0, testutil.ToFloat64(h.server.metrics.coalesced.WithLabelValues("resync")))
+	rec.block = nil
+	code, _ := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	assert.Equal(t, http.StatusOK, code)
+	assert.Len(t, rec.recorded(), 2, "a tick after the run ends runs the sweep again")
+}
+
+func TestEventTimeoutAsksForARetry(t *testing.T) {
+	rec := &recorder{block: make(chan struct{})}
+	defer close(rec.block)
+	h := newHarness(t, rec)
+	h.server.handlers["main"] = HandlerFunc(func(ctx context.Context, _ Request) error { <-ctx.Done(); return ctx.Err() })
+	h.server.opts.EventTimeout = 50 * time.Millisecond
+	code, body := h.send(t, event(t, RefAddEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"b","namespace":"ns"}`))
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "context deadline exceeded")
+}
+
+func TestValidateRejectsInconsistentDeclarations(t *testing.T) {
+	fn := testFunction(&recorder{})
+	fn.Watches = append(fn.Watches, Watch{Kind: NewKind(corev1.SchemeGroupVersion, "Secret", "secrets"), Reconciler: "main"}, Watch{Kind: bastionKind, Reconciler: "nope"})
+	fn.Sweeps = append(fn.Sweeps, Sweep{Name: "resync", Schedule: "", Reconciler: "main", Primary: List{Kind: shootKind}})
 	err := fn.Validate()
 	require.Error(t, err)
-	for _, want := range []string{"watches Shoot.core.gardener.cloud but the function has no mapper", "maps Secret", `sweep "extra" but its feed never pings it`} {
+	for _, want := range []string{
+		`watch of Secret for "main": a watch of another kind than the reconciler's needs a mapper`,
+		`watch of Bastion for "nope": no such reconciler`,
+		"sweep resync: declared twice", "sweep resync: no schedule",
+		`sweep resync: primary kind Shoot is not reconciler "main"'s kind Bastion`,
+	} {
 		assert.ErrorContains(t, err, want)
 	}
+}
+
+func withExtension(e cloudevents.Event, name, value string) cloudevents.Event {
+	e.SetExtension(name, value)
+	return e
 }

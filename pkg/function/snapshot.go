@@ -7,103 +7,261 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-
-	"github.com/gardener-knative/gardener-knative/pkg/kube"
 )
 
-// snapshotKind tells the lists of a sweep apart: full objects and metadata-only objects of
-// the same kind are different answers to a Get.
-type snapshotKind struct {
-	gvk          schema.GroupVersionKind
-	metadataOnly bool
+// listed is one kind a sweep read: its objects by key, and the indexes of its declared fields.
+type listed struct {
+	list    List
+	objects map[Key]client.Object
+	// order keeps List answers in the server's order.
+	order   []Key
+	indexes map[string]map[string][]Key
 }
 
-// snapshot is a client.Reader that answers Gets of the kinds a sweep listed from those lists,
-// and everything else from the API server. An object missing from a listed kind is NotFound,
-// as it was when the list was read.
+func newListed(l List, capacity int) *listed {
+	return &listed{list: l, objects: make(map[Key]client.Object, capacity), indexes: map[string]map[string][]Key{}}
+}
+
+func (l *listed) add(obj client.Object) {
+	// Managed fields are the bulk of most objects' metadata and no decision reads them.
+	obj.SetManagedFields(nil)
+	key := client.ObjectKeyFromObject(obj)
+	l.objects[key] = obj
+	l.order = append(l.order, key)
+	for field, index := range l.list.Indexes {
+		values := l.indexes[field]
+		if values == nil {
+			values = map[string][]Key{}
+			l.indexes[field] = values
+		}
+		for _, v := range index(obj) {
+			values[v] = append(values[v], key)
+		}
+	}
+}
+
+// snapshot is the reader of a sweep's reconciles. It answers Get and List of every kind the
+// sweep listed from those lists (as they were when read), the primary kind from the page being
+// reconciled, and everything else from the API server.
 type snapshot struct {
 	live    client.Reader
 	scheme  *runtime.Scheme
-	objects map[snapshotKind]map[Key]client.Object
+	related map[schema.GroupKind]*listed
+	primary *listed
 }
 
 var _ client.Reader = &snapshot{}
 
-// takeSnapshot lists every list of the sweep, paginated, and returns the snapshot and the
-// keys of the primary objects.
-func takeSnapshot(ctx context.Context, live client.Reader, scheme *runtime.Scheme, sweep Sweep, pageSize int64) (*snapshot, []Key, error) {
-	s := &snapshot{live: live, scheme: scheme, objects: map[snapshotKind]map[Key]client.Object{}}
-	var keys []Key
-	for i, list := range append([]client.ObjectList{sweep.Primary}, sweep.Related...) {
-		kind, err := s.kindOfList(list)
-		if err != nil {
-			return nil, nil, err
-		}
-		items, err := kube.ListAll(ctx, live, list, pageSize)
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing %s: %w", kind.gvk.Kind, err)
-		}
-		byKey := make(map[Key]client.Object, len(items))
-		for _, item := range items {
-			key := client.ObjectKeyFromObject(item)
-			byKey[key] = item
-			if i == 0 {
-				keys = append(keys, key)
-			}
-		}
-		s.objects[kind] = byKey
+func (s *snapshot) lookup(gk schema.GroupKind) *listed {
+	if s.primary != nil && s.primary.list.Kind.GroupKind() == gk {
+		return s.primary
 	}
-	return s, keys, nil
+	return s.related[gk]
 }
 
-func (s *snapshot) kindOfList(list client.ObjectList) (snapshotKind, error) {
-	gvk, err := apiutil.GVKForObject(list, s.scheme)
-	if err != nil {
-		return snapshotKind{}, err
-	}
-	_, metadataOnly := list.(*metav1.PartialObjectMetadataList)
-	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	return snapshotKind{gvk: gvk, metadataOnly: metadataOnly}, nil
-}
-
-func (s *snapshot) kindOf(obj client.Object) (snapshotKind, error) {
-	gvk, err := apiutil.GVKForObject(obj, s.scheme)
-	if err != nil {
-		return snapshotKind{}, err
-	}
-	_, metadataOnly := obj.(*metav1.PartialObjectMetadata)
-	return snapshotKind{gvk: gvk, metadataOnly: metadataOnly}, nil
-}
-
-// Get answers from the snapshot when the sweep listed obj's kind, else from the API server.
 func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	kind, err := s.kindOf(obj)
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
 	if err != nil {
 		return err
 	}
-	byKey, listed := s.objects[kind]
-	if !listed {
+	l := s.lookup(gvk.GroupKind())
+	if l == nil {
 		return s.live.Get(ctx, key, obj, opts...)
 	}
-	item, found := byKey[key]
+	item, found := l.objects[key]
 	if !found {
-		return apierrors.NewNotFound(schema.GroupResource{Group: kind.gvk.Group, Resource: strings.ToLower(kind.gvk.Kind)}, key.Name)
+		if l == s.primary {
+			// Another page's object: the snapshot holds one page of the primary kind at a time.
+			return s.live.Get(ctx, key, obj, opts...)
+		}
+		return apierrors.NewNotFound(l.list.Kind.GroupResource(), key.Name)
+	}
+	return assign(obj, item)
+}
+
+// List filters a listed kind by namespace, labels and the declared field indexes. A List of the
+// primary kind, of a kind not listed, or by a field the sweep did not index goes to the API server
+// only for kinds not listed; the other two are declaration errors, reported as such.
+func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	gvk, err := apiutil.GVKForObject(list, s.scheme)
+	if err != nil {
+		return err
+	}
+	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
+	l := s.related[gk]
+	if l == nil {
+		if s.primary != nil && s.primary.list.Kind.GroupKind() == gk {
+			return fmt.Errorf("listing %s during a sweep over it: the primary kind is streamed page by page; declare it as related or read it live", gk.Kind)
+		}
+		return s.live.List(ctx, list, opts...)
+	}
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	candidates := l.order
+	var fieldReqs []fields.Requirement
+	if o.FieldSelector != nil {
+		fieldReqs = o.FieldSelector.Requirements()
+	}
+	for _, req := range fieldReqs {
+		if req.Field == "metadata.name" || req.Field == "metadata.namespace" || req.Operator == selection.NotEquals {
+			continue
+		}
+		index, ok := l.indexes[req.Field]
+		if _, declared := l.list.Indexes[req.Field]; !declared {
+			return fmt.Errorf("listing %s by field %q during a sweep: the sweep's list declares no index for it", gk.Kind, req.Field)
+		}
+		if !ok {
+			candidates = nil // the index is empty: no object has a value
+			break
+		}
+		candidates = index[req.Value]
+		break
+	}
+	var items []runtime.Object
+	for _, key := range candidates {
+		obj := l.objects[key]
+		if o.Namespace != "" && key.Namespace != o.Namespace {
+			continue
+		}
+		if o.LabelSelector != nil && !o.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		if !matchesFields(obj, key, fieldReqs, l.list.Indexes) {
+			continue
+		}
+		items = append(items, obj)
+	}
+	return fill(list, items)
+}
+
+func matchesFields(obj client.Object, key Key, reqs []fields.Requirement, indexes map[string]IndexFunc) bool {
+	for _, req := range reqs {
+		var values []string
+		switch req.Field {
+		case "metadata.name":
+			values = []string{key.Name}
+		case "metadata.namespace":
+			values = []string{key.Namespace}
+		default:
+			if index := indexes[req.Field]; index != nil {
+				values = index(obj)
+			}
+		}
+		has := false
+		for _, v := range values {
+			if v == req.Value {
+				has = true
+			}
+		}
+		if has == (req.Operator == selection.NotEquals) {
+			return false
+		}
+	}
+	return true
+}
+
+// assign copies item into obj. A metadata-only read of a kind listed in full gets the metadata.
+func assign(obj client.Object, item client.Object) error {
+	if pom, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		if src, isPartial := item.(*metav1.PartialObjectMetadata); isPartial {
+			src.DeepCopyInto(pom)
+			return nil
+		}
+		gvk := pom.GroupVersionKind()
+		item.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta).DeepCopyInto(&pom.ObjectMeta)
+		pom.SetGroupVersionKind(gvk)
+		return nil
 	}
 	target, source := reflect.ValueOf(obj), reflect.ValueOf(item.DeepCopyObject())
 	if target.Type() != source.Type() {
-		return fmt.Errorf("snapshot holds %T for %s, cannot read it into %T", item, kind.gvk, obj)
+		return fmt.Errorf("the sweep listed %T, it cannot be read as %T: list it in full", item, obj)
 	}
 	target.Elem().Set(source.Elem())
 	return nil
 }
 
-// List always asks the API server: a sweep's reconciler lists rarely, and a filtered list
-// from a snapshot would have to re-implement label and field selection.
-func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return s.live.List(ctx, list, opts...)
+func fill(list client.ObjectList, items []runtime.Object) error {
+	if pl, ok := list.(*metav1.PartialObjectMetadataList); ok {
+		pl.Items = make([]metav1.PartialObjectMetadata, 0, len(items))
+		for _, item := range items {
+			var pom metav1.PartialObjectMetadata
+			if err := assign(&pom, item.(client.Object)); err != nil {
+				return err
+			}
+			pl.Items = append(pl.Items, pom)
+		}
+		return nil
+	}
+	copies := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		if _, partial := item.(*metav1.PartialObjectMetadata); partial {
+			return fmt.Errorf("the sweep listed %s metadata-only, it cannot be listed in full: list it in full", item.GetObjectKind().GroupVersionKind().Kind)
+		}
+		copies = append(copies, item.DeepCopyObject())
+	}
+	return meta.SetList(list, copies)
+}
+
+// newList returns an empty list of l's kind: typed from the scheme, or metadata-only.
+func newList(scheme *runtime.Scheme, l List) (client.ObjectList, error) {
+	listGVK := l.Kind.GroupVersionKind
+	listGVK.Kind += "List"
+	if l.MetadataOnly {
+		pl := &metav1.PartialObjectMetadataList{}
+		pl.SetGroupVersionKind(listGVK)
+		return pl, nil
+	}
+	obj, err := scheme.New(listGVK)
+	if err != nil {
+		return nil, fmt.Errorf("the scheme does not know %s: %w", listGVK, err)
+	}
+	return obj.(client.ObjectList), nil
+}
+
+// listPages lists l page by page and calls page with each page's objects.
+func listPages(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, l List, pageSize int64, page func([]client.Object) error) error {
+	token := ""
+	for {
+		list, err := newList(scheme, l)
+		if err != nil {
+			return err
+		}
+		opts := []client.ListOption{client.Limit(pageSize), client.Continue(token)}
+		if l.LabelSelector != "" {
+			sel, err := labels.Parse(l.LabelSelector)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+		}
+		if err := reader.List(ctx, list, opts...); err != nil {
+			return fmt.Errorf("listing %s: %w", l.Kind.Resource, err)
+		}
+		items := make([]client.Object, 0, meta.LenList(list))
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if l.MetadataOnly {
+				// EachListItem hands out pointers into the list; keep each one alone so the page can go.
+				obj = obj.DeepCopyObject().(client.Object)
+			}
+			items = append(items, obj)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := page(items); err != nil {
+			return err
+		}
+		if token = list.GetContinue(); token == "" {
+			return nil
+		}
+	}
 }

@@ -41,6 +41,9 @@ func (c *RequestCounter) Instrument(cfg *rest.Config) {
 	})
 }
 
+// Reset forgets every count so far.
+func (c *RequestCounter) Reset() { c.requests.Reset() }
+
 // Total returns how many requests were counted with the given verb ("" for any).
 func (c *RequestCounter) Total(verb string) int {
 	metrics := make(chan prometheus.Metric, 64)

@@ -1,5 +1,5 @@
 // Package landscape brings up a local gardener-knative landscape: a real kube-apiserver and
-// etcd with the Gardener CRDs, every function of sources.All built and run as a local process
+// etcd with the Gardener CRDs, every function of the registry built and run as a local process
 // (exactly as `go build ./functions/<name>` gives it), and Knative's real source adapters
 // in-process feeding them. `make run` and the end-to-end tests use it.
 package landscape
@@ -21,9 +21,10 @@ import (
 	"go.uber.org/zap"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/localsources"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
-	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 // ModulePath is the import path functions are built from.
@@ -33,8 +34,8 @@ const ModulePath = "github.com/gardener-knative/gardener-knative"
 type Options struct {
 	// Dir holds the kubeconfig and the function binaries; it must exist.
 	Dir string
-	// Feeds are the functions to run; nil means sources.All.
-	Feeds []sources.Feed
+	// Functions are the functions to run; nil means functions.All.
+	Functions []*function.Function
 	// Env adds environment variables (KEY=value) to the named function's process.
 	Env map[string][]string
 	// FunctionOutput receives the functions' log lines, each prefixed with its name.
@@ -58,10 +59,10 @@ type Landscape struct {
 // Start starts the control plane and the functions; the sources start with StartSources, so
 // that callers can create objects that exist before any adapter watches (they get no event).
 func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
-	if opts.Feeds == nil {
-		opts.Feeds = sources.All
+	if opts.Functions == nil {
+		opts.Functions = functions.All
 	}
-	l = &Landscape{opts: opts, URLs: map[string]string{}, exited: make(chan error, len(opts.Feeds))}
+	l = &Landscape{opts: opts, URLs: map[string]string{}, exited: make(chan error, len(opts.Functions))}
 	defer func() {
 		if err != nil {
 			_ = l.Stop()
@@ -73,9 +74,9 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if l.Kubeconfig, err = l.writeKubeconfig(); err != nil {
 		return nil, err
 	}
-	for _, feed := range opts.Feeds {
-		if err := l.startFunction(ctx, feed.Function); err != nil {
-			return nil, fmt.Errorf("function %s: %w", feed.Function, err)
+	for _, fn := range opts.Functions {
+		if err := l.startFunction(ctx, fn.Name); err != nil {
+			return nil, fmt.Errorf("function %s: %w", fn.Name, err)
 		}
 	}
 	return l, nil
@@ -152,7 +153,7 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 	if logger == nil {
 		logger = zap.NewNop().Sugar()
 	}
-	s, err := localsources.Start(ctx, l.opts.Feeds, localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger})
+	s, err := localsources.Start(ctx, l.opts.Functions, localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger})
 	if err != nil {
 		return err
 	}

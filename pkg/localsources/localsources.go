@@ -1,7 +1,8 @@
 // Package localsources runs Knative's real ApiServerSource adapter and PingSource runner
-// in-process, configured from the very source objects config/ deploys (pkg/configgen), so
+// in-process, configured from the very objects config/ deploys (sources.Objects), sending to an
+// in-process Broker that routes with the generated Triggers through Knative's own filter code, so
 // that a local landscape and the end-to-end tests deliver exactly the events a Knative cluster
-// would, with the same encoding, attributes, retries and (lack of) replay.
+// would, with the same encoding, attributes, routing, retries and (lack of) replay.
 package localsources
 
 import (
@@ -22,21 +23,22 @@ import (
 	"knative.dev/eventing/pkg/adapter/apiserver"
 	"knative.dev/eventing/pkg/adapter/mtping"
 	"knative.dev/eventing/pkg/adapter/v2"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	"knative.dev/pkg/apis"
 	kubeclient "knative.dev/pkg/client/injection/kube/client"
 	"knative.dev/pkg/injection/clients/dynamicclient"
 	"knative.dev/pkg/logging"
 
-	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 // Options configure the local sources.
 type Options struct {
-	// Config reaches the kube-apiserver the ApiServerSource adapters watch.
+	// Config reaches the kube-apiserver the ApiServerSource adapter watches.
 	Config *rest.Config
-	// Sinks maps a function's name to the URL its events are sent to.
+	// Sinks maps a function's name to the URL its Trigger delivers to.
 	Sinks map[string]string
 	// Schedules overrides ping schedules by PingSource name, e.g. "bastion-resync" (tests
 	// sweep every second).
@@ -50,11 +52,18 @@ type Sources struct {
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	errs   []error
+	// Broker is the in-process Broker the sources send to.
+	Broker *Broker
 }
 
-// Start starts one ApiServerSource adapter per feed with resources and one PingSource runner
-// for all pings, until ctx ends or Stop is called.
-func Start(ctx context.Context, feeds []sources.Feed, opts Options) (*Sources, error) {
+// Start runs the event plumbing of fns (sources.Objects) until ctx ends or Stop is called:
+// Knative's ApiServerSource adapter for the cluster and its PingSource runner, both sending to
+// an in-process Broker that routes by the generated Triggers with Knative's own filter code.
+func Start(ctx context.Context, fns []*function.Function, opts Options) (*Sources, error) {
+	objs, err := sources.Objects(fns)
+	if err != nil {
+		return nil, err
+	}
 	kube, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, err
@@ -63,40 +72,44 @@ func Start(ctx context.Context, feeds []sources.Feed, opts Options) (*Sources, e
 	if err != nil {
 		return nil, err
 	}
+	var triggers []*eventingv1.Trigger
+	for _, obj := range objs {
+		if t, ok := obj.(*eventingv1.Trigger); ok {
+			triggers = append(triggers, t)
+		}
+	}
+	broker, err := NewBroker(triggers, opts.Sinks, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	ctx = logging.WithLogger(ctx, opts.Logger)
 	ctx = context.WithValue(ctx, kubeclient.Key{}, kubernetes.Interface(kube))
 	ctx = context.WithValue(ctx, dynamicclient.Key{}, dynamic.Interface(dyn))
 	ctx = context.WithValue(ctx, apiserver.Key{}, opts.Config.Host)
-	s := &Sources{cancel: cancel}
+	s := &Sources{cancel: cancel, Broker: broker}
+	brokerURL, stopBroker, err := broker.Serve()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.run(func() error { <-ctx.Done(); return stopBroker() })
 
 	runner := mtping.NewCronJobsRunner(adapter.ClientConfig{}, kube, opts.Logger,
 		cron.WithParser(cron.NewParser(cron.SecondOptional|cron.Minute|cron.Hour|cron.Dom|cron.Month|cron.Dow|cron.Descriptor)))
-	for _, feed := range feeds {
-		sink, ok := opts.Sinks[feed.Function]
-		if !ok {
-			cancel()
-			return nil, fmt.Errorf("no sink for function %s", feed.Function)
-		}
-		objs, err := configgen.Objects(feed)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		for _, obj := range objs {
-			switch source := obj.(type) {
-			case *sourcesv1.ApiServerSource:
-				a, err := newAPIServerSourceAdapter(ctx, source, sink)
-				if err != nil {
-					cancel()
-					return nil, err
-				}
-				s.run(func() error { return a.Start(ctx) })
-			case *sourcesv1.PingSource:
-				if err := addPingSource(runner, source, sink, opts.Schedules); err != nil {
-					cancel()
-					return nil, err
-				}
+	for _, obj := range objs {
+		switch source := obj.(type) {
+		case *sourcesv1.ApiServerSource:
+			a, err := newAPIServerSourceAdapter(ctx, source, brokerURL)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			s.run(func() error { return a.Start(ctx) })
+		case *sourcesv1.PingSource:
+			if err := addPingSource(runner, source, brokerURL, opts.Schedules); err != nil {
+				cancel()
+				return nil, err
 			}
 		}
 	}

@@ -5,6 +5,7 @@ package scheme
 import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
@@ -17,4 +18,5 @@ func init() {
 	utilruntime.Must(kubernetesscheme.AddToScheme(Gardener))
 	utilruntime.Must(gardencorev1beta1.AddToScheme(Gardener))
 	utilruntime.Must(operationsv1alpha1.AddToScheme(Gardener))
+	utilruntime.Must(securityv1alpha1.AddToScheme(Gardener))
 }

@@ -5,75 +5,87 @@ import (
 	"fmt"
 	"time"
 
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
 	"github.com/gardener/gardener/pkg/apis/operations"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
-	"github.com/gardener-knative/gardener-knative/sources"
+	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
 
-// Config is the bastion function's own configuration.
+// Config is the bastion function's configuration.
 type Config struct {
-	// MaxLifetime overrides controllers.bastion.maxLifetime of the component configuration.
+	// MaxLifetime is how long a Bastion may live at most. BASTION_MAX_LIFETIME wins over
+	// controllers.bastion.maxLifetime of the component configuration (Gardener's default 24h).
 	MaxLifetime time.Duration `envconfig:"BASTION_MAX_LIFETIME"`
-	// ControllerManagerConfig is a ControllerManagerConfiguration file to read defaults from.
-	ControllerManagerConfig string `envconfig:"CONTROLLER_MANAGER_CONFIG"`
 }
 
-// LoadConfig reads the configuration from the environment: BASTION_MAX_LIFETIME wins over the
-// component configuration file, which wins over Gardener's default of 24h.
-func LoadConfig() (Config, error) {
-	var cfg Config
-	if err := envconfig.Process("", &cfg); err != nil {
-		return Config{}, err
+// FromControllerManager takes controllers.bastion.maxLifetime.
+func (c *Config) FromControllerManager(cm *cmv1alpha1.ControllerManagerConfiguration) {
+	if cm.Controllers.Bastion != nil && cm.Controllers.Bastion.MaxLifetime != nil {
+		c.MaxLifetime = cm.Controllers.Bastion.MaxLifetime.Duration
 	}
-	if cfg.MaxLifetime == 0 {
-		cm, err := componentconfig.ControllerManager(cfg.ControllerManagerConfig)
-		if err != nil {
-			return Config{}, err
-		}
-		cfg.MaxLifetime = cm.Controllers.Bastion.MaxLifetime.Duration
-	}
-	if cfg.MaxLifetime <= 0 {
-		return Config{}, fmt.Errorf("bastion max lifetime must be positive, got %s", cfg.MaxLifetime)
-	}
-	return cfg, nil
 }
 
-// Function is the bastion function: fed by Bastion and Shoot events and a resync sweep.
-var Function = function.Function{
-	Feed: sources.Bastion,
-	Watches: map[schema.GroupKind]function.Mapper{
-		operationsv1alpha1.SchemeGroupVersion.WithKind("Bastion").GroupKind(): function.MapToSelf,
-		gardencorev1beta1.SchemeGroupVersion.WithKind("Shoot").GroupKind():    MapShootToBastions,
+// Function is GCM's Bastion controller: Bastion events, Shoot events that can condemn a Bastion,
+// and a resync sweep every minute that catches expirations, lifetimes and missed events.
+var Function = &function.Function{
+	Name:   "bastion",
+	Config: &Config{},
+	Reconcilers: []function.Reconciler{{
+		Name: "main",
+		For:  kinds.Bastion,
+		New: func(deps function.Deps) (function.Handler, error) {
+			cfg := deps.Config.(*Config)
+			if cfg.MaxLifetime <= 0 {
+				return nil, fmt.Errorf("bastion max lifetime must be positive, got %s", cfg.MaxLifetime)
+			}
+			return &Reconciler{Writer: deps.Source.Writer, Clock: deps.Clock, MaxLifetime: cfg.MaxLifetime, Log: deps.Log}, nil
+		},
+	}},
+	Watches: []function.Watch{
+		{Kind: kinds.Bastion, Reconciler: "main", Predicate: BastionPredicate},
+		{Kind: kinds.Shoot, Reconciler: "main", Predicate: ShootPredicate, Map: MapShootToBastions},
 	},
-	Sweeps: map[string]function.Sweep{
-		// Bastions are few and Shoots many; both are listed in full because the decision needs
-		// spec.seedName and status.expirationTimestamp, which metadata does not carry.
-		"resync": {Primary: &operationsv1alpha1.BastionList{}, Related: []client.ObjectList{&gardencorev1beta1.ShootList{}}},
-	},
-	New: func(deps function.Deps) (function.Reconciler, error) {
-		cfg, err := LoadConfig()
-		if err != nil {
-			return nil, err
-		}
-		deps.Log.Info("configured", "maxLifetime", cfg.MaxLifetime)
-		return &Reconciler{Client: deps.Client, Clock: deps.Clock, MaxLifetime: cfg.MaxLifetime, Log: deps.Log}, nil
-	},
+	Sweeps: []function.Sweep{{
+		Name: "resync", Schedule: "* * * * *", Reconciler: "main",
+		Primary: function.List{Kind: kinds.Bastion},
+		// Bastions are few and Shoots many: only the Shoots the sweep's Bastions name are read,
+		// live, one GET each (see Reconciler), instead of listing every Shoot every minute.
+	}},
+}
+
+// BastionPredicate drops events about Bastions that are gone or already being deleted:
+// gardenlet is cleaning those up, there is nothing left to decide.
+func BastionPredicate(ev function.Event) bool {
+	return !ev.Deleted && (ev.Object == nil || ev.Object.GetDeletionTimestamp() == nil)
+}
+
+// ShootPredicate is Gardener's predicate on the Shoot watch: a Shoot that is being deleted, or
+// whose seed changed. Knative's update events carry only the new object, so a seed change is
+// recognised the way gardenlet sees it: spec.seedName differs from status.seedName until the
+// migration to the new seed is complete.
+func ShootPredicate(ev function.Event) bool {
+	if ev.Deleted || ev.Object == nil {
+		return true
+	}
+	if ev.Object.GetDeletionTimestamp() != nil {
+		return true
+	}
+	specSeed, _, _ := unstructured.NestedString(ev.Object.Object, "spec", "seedName")
+	statusSeed, _, _ := unstructured.NestedString(ev.Object.Object, "status", "seedName")
+	return statusSeed != "" && specSeed != statusSeed
 }
 
 // MapShootToBastions maps an event about a Shoot to the Bastions that reference it, with one
 // metadata-only LIST using the field selector gardener-apiserver offers (spec.shootRef.name).
-func MapShootToBastions(ctx context.Context, reader client.Reader, shoot function.Object) ([]function.Key, error) {
+func MapShootToBastions(ctx context.Context, reader client.Reader, ev function.Event) ([]function.Key, error) {
 	bastions := &metav1.PartialObjectMetadataList{}
 	bastions.SetGroupVersionKind(operationsv1alpha1.SchemeGroupVersion.WithKind("BastionList"))
-	if err := reader.List(ctx, bastions, client.InNamespace(shoot.Key.Namespace), client.MatchingFields{operations.BastionShootName: shoot.Key.Name}); err != nil {
+	if err := reader.List(ctx, bastions, client.InNamespace(ev.Key.Namespace), client.MatchingFields{operations.BastionShootName: ev.Key.Name}); err != nil {
 		return nil, err
 	}
 	keys := make([]function.Key, 0, len(bastions.Items))

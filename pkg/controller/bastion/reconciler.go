@@ -53,18 +53,19 @@ func DeletionReason(now time.Time, bastion *operationsv1alpha1.Bastion, shoot *g
 
 // Reconciler deletes the Bastions that DeletionReason condemns.
 type Reconciler struct {
-	Client      client.Writer
+	Writer      function.Writer
 	Clock       clock.PassiveClock
 	MaxLifetime time.Duration
 	Log         *slog.Logger
 }
 
-var _ function.Reconciler = &Reconciler{}
+var _ function.Handler = &Reconciler{}
 
 // Reconcile reads the Bastion and its Shoot and deletes the Bastion if it must go. The delete
 // is conditional on the Bastion's UID and resourceVersion: a heartbeat that extended its
 // expiration after the read turns into a conflict, and the runtime decides again.
-func (r *Reconciler) Reconcile(ctx context.Context, reader client.Reader, key function.Key) error {
+func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error {
+	reader, key := req.Reader, req.Key
 	bastion := &operationsv1alpha1.Bastion{}
 	if err := reader.Get(ctx, key, bastion); err != nil {
 		return client.IgnoreNotFound(err)
@@ -87,5 +88,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, reader client.Reader, key fu
 	}
 	r.Log.Info("deleting bastion", "bastion", key, "reason", reason, "shoot", bastion.Spec.ShootRef.Name,
 		"creationTimestamp", bastion.CreationTimestamp.Time, "expirationTimestamp", bastion.Status.ExpirationTimestamp)
-	return client.IgnoreNotFound(r.Client.Delete(ctx, bastion, client.Preconditions{UID: &bastion.UID, ResourceVersion: &bastion.ResourceVersion}))
+	return client.IgnoreNotFound(r.Writer.Delete(ctx, bastion))
 }

@@ -1,0 +1,25 @@
+// Package functions is the registry: every function's declaration, once. Its subfolders are the
+// functions' main packages (each calls function.Main with its declaration). The Knative sources,
+// Triggers and RBAC in config/, the local landscape, the docs tables and the test harness are
+// all derived from All; a new function costs a folder here and an entry below.
+package functions
+
+import (
+	"github.com/gardener-knative/gardener-knative/pkg/controller/bastion"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+)
+
+// All lists every function, in the order config/, the landscape and the docs present them.
+var All = []*function.Function{
+	bastion.Function,
+}
+
+// ByName returns the function with the given name.
+func ByName(name string) (*function.Function, bool) {
+	for _, fn := range All {
+		if fn.Name == name {
+			return fn, true
+		}
+	}
+	return nil, false
+}

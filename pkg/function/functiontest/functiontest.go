@@ -1,0 +1,186 @@
+// Package functiontest serves one function in-process over HTTP against a real kube-apiserver
+// (pkg/testenv) and sends it the CloudEvents the sources would: ApiServerSource events built by
+// Knative's own event code, and PingSource ticks. Time is a fake clock; the function's API
+// requests are counted. It is the counterpart of webhooktest for functions.
+package functiontest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	testclock "k8s.io/utils/clock/testing"
+	"knative.dev/eventing/pkg/adapter/apiserver/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+// DefaultOptions are the runtime's defaults, with a generous event budget for a loaded CI machine.
+var DefaultOptions = function.Options{EventTimeout: 30 * time.Second, SweepTimeout: 2 * time.Minute, SweepConcurrency: 8, ListPageSize: 500, ConflictRetries: 3}
+
+// Harness is one function served over HTTP.
+type Harness struct {
+	t       testing.TB
+	fn      *function.Function
+	Env     *testenv.Env
+	Clock   *testclock.FakeClock
+	Server  *function.Server
+	URL     string
+	Counter *kube.RequestCounter
+	// Registry holds the function's metrics.
+	Registry *prometheus.Registry
+}
+
+// Option tunes a harness.
+type Option func(*settings)
+
+type settings struct {
+	config any
+	user   string
+	opts   function.Options
+	now    time.Time
+}
+
+// WithConfig serves the function with this configuration instead of LoadConfig's.
+func WithConfig(cfg any) Option { return func(s *settings) { s.config = cfg } }
+
+// AsUser makes the function's requests impersonate user (e.g. its ServiceAccount), so that its
+// RBAC in config/ is what allows them.
+func AsUser(user string) Option { return func(s *settings) { s.user = user } }
+
+// WithOptions sets the runtime options.
+func WithOptions(o function.Options) Option { return func(s *settings) { s.opts = o } }
+
+// At starts the fake clock at now.
+func At(now time.Time) Option { return func(s *settings) { s.now = now } }
+
+// New serves fn against env until the test ends.
+func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Option) *Harness {
+	t.Helper()
+	s := settings{opts: DefaultOptions, now: time.Now()}
+	for _, o := range options {
+		o(&s)
+	}
+	if s.config == nil {
+		cfg, err := function.LoadConfig(fn, "")
+		require.NoError(t, err)
+		s.config = cfg
+	}
+	var impersonate []string
+	if s.user != "" {
+		impersonate = []string{s.user}
+	}
+	c, counter, err := env.CountingClient(impersonate...)
+	require.NoError(t, err)
+	h := &Harness{t: t, fn: fn, Env: env, Clock: testclock.NewFakeClock(s.now), Counter: counter, Registry: prometheus.NewRegistry()}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if os.Getenv("FUNCTIONTEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	h.Server, err = function.NewServer(fn, function.Env{Source: c, Clock: h.Clock, Log: log, Registry: h.Registry, Config: s.config}, s.opts)
+	require.NoError(t, err)
+	server := httptest.NewServer(h.Server)
+	t.Cleanup(server.Close)
+	h.URL = server.URL
+	return h
+}
+
+// Post sends event over HTTP in binary mode and returns the status code and body.
+func (h *Harness) Post(event cloudevents.Event) (int, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.URL, nil)
+	require.NoError(h.t, err)
+	require.NoError(h.t, cehttp.WriteRequest(context.Background(), binding.ToMessage(&event), req))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(bytes.TrimSpace(body))
+}
+
+// Event builds the ApiServerSource event Knative's adapter sends about obj ("add", "update" or
+// "delete", Resource mode as the shared source runs), from the source cluster.
+func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
+	h.t.Helper()
+	u := ToUnstructured(h.t, obj)
+	make := map[string]func(string, string, interface{}, bool) (context.Context, cloudevents.Event, error){
+		"add": events.MakeAddEvent, "update": events.MakeUpdateEvent, "delete": events.MakeDeleteEvent,
+	}[verb]
+	require.NotNil(h.t, make, "verb %q is not add, update or delete", verb)
+	_, event, err := make(h.Env.Config.Host, sources.APIServerSourceName(function.Source), u, false)
+	require.NoError(h.t, err)
+	event.SetID(fmt.Sprintf("%s-%d", obj.GetName(), time.Now().UnixNano()))
+	event.SetExtension(function.ClusterExtension, string(function.Source))
+	return event
+}
+
+// Send posts the event about obj and requires it to be acknowledged (200).
+func (h *Harness) Send(verb string, obj client.Object) {
+	h.t.Helper()
+	code, body := h.Post(h.Event(verb, obj))
+	require.Equal(h.t, http.StatusOK, code, "event %s %s %s: %s", verb, obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj), body)
+}
+
+// Ping builds the tick of the named sweep's PingSource.
+func (h *Harness) Ping(sweep string) cloudevents.Event {
+	h.t.Helper()
+	e := cloudevents.NewEvent()
+	e.SetID(fmt.Sprintf("ping-%d", time.Now().UnixNano()))
+	e.SetSource("/apis/v1/namespaces/" + sources.Namespace + "/pingsources/" + sources.PingSourceName(h.fn.Name, sweep))
+	e.SetType(function.PingEventType)
+	e.SetExtension(sources.FunctionExtension, h.fn.Name)
+	require.NoError(h.t, e.SetData(cloudevents.ApplicationJSON, []byte(sources.PingData(sweep))))
+	return e
+}
+
+// Sweep ticks the named sweep and requires it to be acknowledged.
+func (h *Harness) Sweep(sweep string) {
+	h.t.Helper()
+	code, body := h.Post(h.Ping(sweep))
+	require.Equal(h.t, http.StatusOK, code, "sweep %s: %s", sweep, body)
+}
+
+// Requests counts the function's API requests with the given verb ("" for all) since the last
+// Reset.
+func (h *Harness) Requests(verb string) int { return h.Counter.Total(verb) }
+
+// ResetRequests starts counting anew.
+func (h *Harness) ResetRequests() {
+	h.Counter.Reset()
+}
+
+// ToUnstructured converts a typed object to the unstructured form the adapter sends, with its
+// apiVersion and kind set.
+func ToUnstructured(t testing.TB, obj client.Object) *unstructured.Unstructured {
+	t.Helper()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u
+	}
+	gvk, err := apiutil.GVKForObject(obj, scheme.Gardener)
+	require.NoError(t, err)
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	return u
+}

@@ -1,0 +1,47 @@
+// Package kinds declares, once, every API kind the functions watch or list, with the resource
+// the API serves it as: function declarations, the generated sources and RBAC use these values.
+package kinds
+
+import (
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+)
+
+var core = gardencorev1beta1.SchemeGroupVersion
+
+// Gardener's kinds (served by gardener-apiserver in the garden).
+var (
+	Shoot                  = function.NewKind(core, "Shoot", "shoots")
+	Project                = function.NewClusterKind(core, "Project", "projects")
+	SecretBinding          = function.NewKind(core, "SecretBinding", "secretbindings")
+	Quota                  = function.NewKind(core, "Quota", "quotas")
+	BackupEntry            = function.NewKind(core, "BackupEntry", "backupentries")
+	BackupBucket           = function.NewClusterKind(core, "BackupBucket", "backupbuckets")
+	CloudProfile           = function.NewClusterKind(core, "CloudProfile", "cloudprofiles")
+	NamespacedCloudProfile = function.NewKind(core, "NamespacedCloudProfile", "namespacedcloudprofiles")
+	ControllerDeployment   = function.NewClusterKind(core, "ControllerDeployment", "controllerdeployments")
+	ControllerRegistration = function.NewClusterKind(core, "ControllerRegistration", "controllerregistrations")
+	ControllerInstallation = function.NewClusterKind(core, "ControllerInstallation", "controllerinstallations")
+	ExposureClass          = function.NewClusterKind(core, "ExposureClass", "exposureclasses")
+	Seed                   = function.NewClusterKind(core, "Seed", "seeds")
+	InternalSecret         = function.NewKind(core, "InternalSecret", "internalsecrets")
+	Bastion                = function.NewKind(operationsv1alpha1.SchemeGroupVersion, "Bastion", "bastions")
+	CredentialsBinding     = function.NewKind(securityv1alpha1.SchemeGroupVersion, "CredentialsBinding", "credentialsbindings")
+	WorkloadIdentity       = function.NewKind(securityv1alpha1.SchemeGroupVersion, "WorkloadIdentity", "workloadidentities")
+)
+
+// Kubernetes' kinds.
+var (
+	Namespace          = function.NewClusterKind(corev1.SchemeGroupVersion, "Namespace", "namespaces")
+	Secret             = function.NewKind(corev1.SchemeGroupVersion, "Secret", "secrets")
+	ConfigMap          = function.NewKind(corev1.SchemeGroupVersion, "ConfigMap", "configmaps")
+	ResourceQuota      = function.NewKind(corev1.SchemeGroupVersion, "ResourceQuota", "resourcequotas")
+	ClusterRole        = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRole", "clusterroles")
+	ClusterRoleBinding = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRoleBinding", "clusterrolebindings")
+	RoleBinding        = function.NewKind(rbacv1.SchemeGroupVersion, "RoleBinding", "rolebindings")
+)

@@ -1,0 +1,141 @@
+package localsources
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"go.uber.org/zap"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
+	"knative.dev/eventing/pkg/eventfilter"
+	"knative.dev/eventing/pkg/eventfilter/subscriptionsapi"
+)
+
+// Broker stands in for a Knative Broker on one machine: it accepts the sources' events, and
+// delivers each to every Trigger whose filters pass it (Knative's own subscriptionsapi filters),
+// with the Trigger's delivery policy: exponential retries on the codes Knative's dispatcher
+// retries, then the dead letter (here: a log line and a count).
+type Broker struct {
+	routes []route
+	log    *zap.SugaredLogger
+	client *http.Client
+	wg     sync.WaitGroup
+	// DeadLettered counts events that exhausted their retries.
+	DeadLettered atomic.Int64
+}
+
+type route struct {
+	trigger *eventingv1.Trigger
+	filter  eventfilter.Filter
+	sink    string
+}
+
+// NewBroker routes by triggers to the sinks of their subscribers (Knative Service name → URL).
+func NewBroker(triggers []*eventingv1.Trigger, sinks map[string]string, log *zap.SugaredLogger) (*Broker, error) {
+	b := &Broker{log: log, client: &http.Client{Timeout: 30 * time.Second}}
+	for _, t := range triggers {
+		sink, ok := sinks[t.Spec.Subscriber.Ref.Name]
+		if !ok {
+			return nil, fmt.Errorf("trigger %s: no sink for %s", t.Name, t.Spec.Subscriber.Ref.Name)
+		}
+		b.routes = append(b.routes, route{trigger: t, filter: subscriptionsapi.CreateSubscriptionsAPIFilters(log.Desugar(), t.Spec.Filters), sink: sink})
+	}
+	return b, nil
+}
+
+// Serve listens on a loopback port and returns the Broker's URL and a stop function that waits
+// for deliveries in flight.
+func (b *Broker) Serve() (string, func() error, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	server := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.Serve(listener) }()
+	return "http://" + listener.Addr().String(), func() error {
+		err := server.Close()
+		b.wg.Wait()
+		return err
+	}, nil
+}
+
+// ServeHTTP ingests one event, as Knative's broker ingress does: 202 once accepted, delivery
+// happens asynchronously per Trigger.
+func (b *Broker) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	event, err := binding.ToEvent(req.Context(), cehttp.NewMessageFromHttpRequest(req))
+	if err == nil {
+		err = event.Validate()
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	for _, r := range b.routes {
+		if r.filter.Filter(req.Context(), *event) != eventfilter.PassFilter {
+			continue
+		}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.deliver(r, *event)
+		}()
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (b *Broker) deliver(r route, event cloudevents.Event) {
+	d := r.trigger.Spec.Delivery
+	retries, delay := 0, 200*time.Millisecond
+	if d != nil && d.Retry != nil {
+		retries = int(*d.Retry)
+	}
+	var lastErr error
+	for attempt := 0; attempt <= retries; attempt++ {
+		if attempt > 0 {
+			time.Sleep(delay << (attempt - 1))
+		}
+		code, err := b.send(r.sink, event)
+		if err == nil && code >= 200 && code < 300 {
+			return
+		}
+		lastErr = err
+		if err == nil {
+			lastErr = fmt.Errorf("HTTP %d", code)
+			if !retriable(code) {
+				break
+			}
+		}
+	}
+	b.DeadLettered.Add(1)
+	b.log.Warnw("dead-lettered", "trigger", r.trigger.Name, "type", event.Type(), "subject", event.Subject(), "error", lastErr)
+}
+
+// retriable are the answers Knative's dispatcher retries: 404, 408, 409, 429 and every 5xx.
+func retriable(code int) bool {
+	return code == 404 || code == 408 || code == 409 || code == 429 || code >= 500
+}
+
+func (b *Broker) send(sink string, event cloudevents.Event) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sink, nil)
+	if err != nil {
+		return 0, err
+	}
+	if err := cehttp.WriteRequest(ctx, binding.ToMessage(&event), req); err != nil {
+		return 0, err
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

@@ -197,9 +197,12 @@ func triggerOf(fn *function.Function) *eventingv1.Trigger {
 		any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{"type": function.PingEventType, FunctionExtension: fn.Name}})
 	}
 	backoff := eventingduckv1.BackoffPolicyExponential
+	meta := objectMeta(fn.Name, fn.Name)
+	// Knative's defaulting labels a Trigger with its Broker; set here, what is applied is what runs.
+	meta.Labels["eventing.knative.dev/broker"] = Broker
 	return &eventingv1.Trigger{
 		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Trigger"},
-		ObjectMeta: objectMeta(fn.Name, fn.Name),
+		ObjectMeta: meta,
 		Spec: eventingv1.TriggerSpec{
 			Broker:     Broker,
 			Filters:    []eventingv1.SubscriptionsAPIFilter{{Any: any}},

@@ -12,12 +12,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// createSamples creates a project namespace with a Shoot and Bastions that show each way the
+// samples create, per function, the objects that show it at work in `make run`; each lives in
+// samples_<function>.go beside this file.
+var samples = []func(ctx context.Context, c client.Client) error{
+	bastionSamples,
+}
+
+// createSamples creates every function's samples.
+func createSamples(ctx context.Context, c client.Client) error {
+	for _, create := range samples {
+		if err := create(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bastionSamples creates a project namespace with a Shoot and Bastions that show each way the
 // bastion function acts: one already expired, one whose Shoot does not exist, one that
 // expires two minutes after start and one that lives on.
-func createSamples(ctx context.Context, c client.Client) error {
-	const ns = "garden-dev"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+func bastionSamples(ctx context.Context, c client.Client) error {
+	const ns = "garden-bastion"
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
 		return err
 	}
 	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns}}

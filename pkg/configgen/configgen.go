@@ -35,7 +35,8 @@ type File struct {
 	Content []byte
 }
 
-// Generate returns the generated files of the registry: the event plumbing of every function.
+// Generate returns the generated files of the registry: the event plumbing of every function
+// (eventing.yaml) and each function's RBAC and Knative Service (<name>.yaml).
 func Generate(fns []*function.Function) ([]File, error) {
 	objs, err := sources.Objects(fns)
 	if err != nil {
@@ -55,7 +56,15 @@ func Generate(fns []*function.Function) ([]File, error) {
 		buf.WriteString("---\n")
 		buf.Write(doc)
 	}
-	return []File{{Name: EventingFile, Content: buf.Bytes()}}, nil
+	files := []File{{Name: EventingFile, Content: buf.Bytes()}}
+	for _, fn := range fns {
+		f, err := functionFile(fn)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // Marshal renders one object as a YAML document, without the empty status and

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -190,7 +191,12 @@ type Function struct {
 	// CONTROLLER_MANAGER_CONFIG, with Gardener's defaults) when it implements
 	// ControllerManagerConfig, then from the environment through envconfig: the function's own
 	// variables win.
-	Config      any
+	Config any
+	// RBAC is everything the function's own ServiceAccount may do on the Source cluster, least
+	// privilege for its reads and writes (Events it records included). config/<name>.yaml is
+	// generated from it, and functiontest.AsFunction serves the function as that ServiceAccount
+	// with exactly these rules, so a missing rule fails the tests.
+	RBAC        []rbacv1.PolicyRule
 	Watches     []Watch
 	Reconcilers []Reconciler
 	Sweeps      []Sweep

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,6 +58,23 @@ type snapshot struct {
 	scheme  *runtime.Scheme
 	related map[schema.GroupKind]*listed
 	primary *listed
+	// fetched remembers the live GETs of kinds the sweep did not list, so that many primary
+	// objects naming the same object (Bastions of one Shoot) cost one GET per sweep, not one
+	// each. It holds at most one entry per distinct object read and dies with the sweep.
+	fetchedMu sync.Mutex
+	fetched   map[fetchKey]*fetched
+}
+
+type fetchKey struct {
+	gvk schema.GroupVersionKind
+	key Key
+}
+
+// fetched is one live read; done closes when obj or err is set.
+type fetched struct {
+	done chan struct{}
+	obj  client.Object
+	err  error
 }
 
 var _ client.Reader = &snapshot{}
@@ -75,7 +93,7 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	}
 	l := s.lookup(gvk.GroupKind())
 	if l == nil {
-		return s.live.Get(ctx, key, obj, opts...)
+		return s.getLive(ctx, fetchKey{gvk: gvk, key: key}, obj, opts...)
 	}
 	item, found := l.objects[key]
 	if !found {
@@ -86,6 +104,43 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 		return apierrors.NewNotFound(l.list.Kind.GroupResource(), key.Name)
 	}
 	return assign(obj, item)
+}
+
+// getLive reads an object of a kind the sweep did not list, once per sweep: concurrent reads
+// of the same object wait for the first. Only objects and NotFound are remembered; any other
+// error may pass, so the next reconcile asks again.
+func (s *snapshot) getLive(ctx context.Context, fk fetchKey, obj client.Object, opts ...client.GetOption) error {
+	s.fetchedMu.Lock()
+	f, ok := s.fetched[fk]
+	if !ok {
+		f = &fetched{done: make(chan struct{})}
+		if s.fetched == nil {
+			s.fetched = map[fetchKey]*fetched{}
+		}
+		s.fetched[fk] = f
+	}
+	s.fetchedMu.Unlock()
+	if !ok {
+		f.err = s.live.Get(ctx, fk.key, obj, opts...)
+		if f.err == nil {
+			f.obj = obj.DeepCopyObject().(client.Object)
+		} else if !apierrors.IsNotFound(f.err) {
+			s.fetchedMu.Lock()
+			delete(s.fetched, fk)
+			s.fetchedMu.Unlock()
+		}
+		close(f.done)
+		return f.err
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if f.err != nil {
+		return f.err
+	}
+	return assign(obj, f.obj)
 }
 
 // List filters a listed kind by namespace, labels and the declared field indexes. A List of the

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,9 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// RequestCounter counts API requests by verb, resource and response code.
+// RequestCounter counts API requests by verb, resource and response code, and the bytes of
+// their responses by verb and resource.
 type RequestCounter struct {
 	requests *prometheus.CounterVec
+	bytes    *prometheus.CounterVec
 }
 
 // NewRequestCounter registers the request counter with the registerer.
@@ -20,8 +23,12 @@ func NewRequestCounter(reg prometheus.Registerer) *RequestCounter {
 	c := &RequestCounter{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gardener_knative_api_requests_total",
 		Help: "Requests sent to the kube-apiserver, by verb, resource and response code.",
-	}, []string{"verb", "resource", "code"})}
-	reg.MustRegister(c.requests)
+	}, []string{"verb", "resource", "code"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gardener_knative_api_response_bytes_total",
+			Help: "Bytes of response bodies read from the kube-apiserver, by verb and resource.",
+		}, []string{"verb", "resource"})}
+	reg.MustRegister(c.requests, c.bytes)
 	return c
 }
 
@@ -36,13 +43,42 @@ func (c *RequestCounter) Instrument(cfg *rest.Config) {
 			}
 			verb, resource := Classify(req)
 			c.requests.WithLabelValues(verb, resource, code).Inc()
+			if err == nil && resp.Body != nil {
+				resp.Body = &countingBody{ReadCloser: resp.Body, counter: c.bytes.WithLabelValues(verb, resource)}
+			}
 			return resp, err
 		})
 	})
 }
 
 // Reset forgets every count so far.
-func (c *RequestCounter) Reset() { c.requests.Reset() }
+func (c *RequestCounter) Reset() { c.requests.Reset(); c.bytes.Reset() }
+
+// Bytes returns the response bytes read so far.
+func (c *RequestCounter) Bytes() int64 {
+	metrics := make(chan prometheus.Metric, 64)
+	go func() { c.bytes.Collect(metrics); close(metrics) }()
+	var total float64
+	for m := range metrics {
+		var pb dto.Metric
+		if err := m.Write(&pb); err == nil {
+			total += pb.GetCounter().GetValue()
+		}
+	}
+	return int64(total)
+}
+
+// countingBody counts the bytes read from a response body.
+type countingBody struct {
+	io.ReadCloser
+	counter prometheus.Counter
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.counter.Add(float64(n))
+	return n, err
+}
 
 // Total returns how many requests were counted with the given verb ("" for any).
 func (c *RequestCounter) Total(verb string) int {

@@ -12,11 +12,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -43,9 +45,46 @@ func GardenerCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.Name(), err)
 		}
+		for _, crd := range more {
+			declareSelectableFields(crd)
+		}
 		crds = append(crds, more...)
 	}
 	return crds, nil
+}
+
+// declareSelectableFields gives every selectable field a string property in the schema (the API
+// server accepts a selectable field only where the schema declares it), so the stand-in CRD
+// files only list the field selectors gardener-apiserver supports and stay permissive otherwise.
+func declareSelectableFields(crd *apiextensionsv1.CustomResourceDefinition) {
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		for _, field := range v.SelectableFields {
+			declare(v.Schema.OpenAPIV3Schema, strings.Split(strings.TrimPrefix(field.JSONPath, "."), "."))
+		}
+	}
+}
+
+// declare makes sure the path below props exists: objects that keep unknown fields, a string at
+// the end. What the file declares already is kept.
+func declare(props *apiextensionsv1.JSONSchemaProps, parts []string) {
+	if props.Properties == nil {
+		props.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+	}
+	child, ok := props.Properties[parts[0]]
+	if !ok {
+		child = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		if len(parts) > 1 {
+			child = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+		}
+	}
+	if len(parts) > 1 {
+		declare(&child, parts[1:])
+	}
+	props.Properties[parts[0]] = child
 }
 
 // DecodeCRDs decodes the CRDs of a multi-document YAML file, skipping other kinds.

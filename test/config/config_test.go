@@ -28,6 +28,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +36,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
-	"github.com/gardener-knative/gardener-knative/sources"
+	"github.com/gardener-knative/gardener-knative/functions"
 )
 
 const (
@@ -161,14 +162,14 @@ func goOutput(dir string, extraEnv []string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// The generated files are what the generator makes of sources/ today.
+// The generated files are what the generator makes of the registry today.
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
-	files, err := configgen.Generate(sources.All)
+	files, err := configgen.Generate(functions.All)
 	require.NoError(t, err)
 	problems, err := configgen.Diff(configDir, files)
 	require.NoError(t, err)
 	for _, p := range problems {
-		t.Errorf("config/%s: run `go run ./hack/genconfig` to regenerate config/ from sources/", p)
+		t.Errorf("config/%s: run `go run ./hack/genconfig` to regenerate config/ from the registry", p)
 	}
 
 	variant, err := configgen.ScaleToZero(configDir)
@@ -291,6 +292,10 @@ func knativeWebhookValidation(ctx context.Context, u *unstructured.Unstructured)
 		typed = &sourcesv1.ApiServerSource{}
 	case sourcesv1.SchemeGroupVersion.WithKind("PingSource"):
 		typed = &sourcesv1.PingSource{}
+	case eventingv1.SchemeGroupVersion.WithKind("Trigger"):
+		typed = &eventingv1.Trigger{}
+	case eventingv1.SchemeGroupVersion.WithKind("Broker"):
+		typed = &eventingv1.Broker{}
 	default:
 		return nil
 	}
@@ -341,29 +346,28 @@ func TestKoReferencesNameMainPackages(t *testing.T) {
 	require.NotZero(t, found, "config/ refers to no ko:// image")
 }
 
-// Every function with a feed has the Knative Service its sources send to, built by ko from
-// functions/<name>, in the sources' namespace.
-func TestEveryFeedHasItsService(t *testing.T) {
-	modulePath, err := goOutput(repoRoot, nil, "list", "-m", "-f", "{{.Path}}")
-	require.NoError(t, err)
-	services := map[string]*unstructured.Unstructured{}
+// Every Trigger sends to Knative Services that config/ deploys: its function's and the
+// dead-letter sink.
+func TestEveryTriggerHasItsServices(t *testing.T) {
+	services := map[string]bool{}
+	var triggers []*unstructured.Unstructured
 	for _, m := range manifests(t) {
 		for _, u := range m.objs {
-			if u.GetAPIVersion() == "serving.knative.dev/v1" && u.GetKind() == "Service" && u.GetNamespace() == configgen.Namespace {
-				services[u.GetName()] = u
+			switch {
+			case u.GetAPIVersion() == "serving.knative.dev/v1" && u.GetKind() == "Service":
+				services[u.GetNamespace()+"/"+u.GetName()] = true
+			case u.GetKind() == "Trigger":
+				triggers = append(triggers, u)
 			}
 		}
 	}
-	for _, feed := range sources.All {
-		svc, ok := services[feed.Function]
-		if !ok {
-			t.Errorf("no Knative Service %s/%s in config/ for the sources of function %s", configgen.Namespace, feed.Function, feed.Function)
-			continue
+	require.Len(t, triggers, len(functions.All), "one Trigger per function")
+	for _, tr := range triggers {
+		for _, path := range [][]string{{"spec", "subscriber", "ref", "name"}, {"spec", "delivery", "deadLetterSink", "ref", "name"}} {
+			name, _, _ := unstructured.NestedString(tr.Object, path...)
+			if !services[tr.GetNamespace()+"/"+name] {
+				t.Errorf("Trigger %s: %s names Service %s/%s, which config/ does not deploy", tr.GetName(), strings.Join(path, "."), tr.GetNamespace(), name)
+			}
 		}
-		containers, _, err := unstructured.NestedSlice(svc.Object, "spec", "template", "spec", "containers")
-		require.NoError(t, err)
-		require.Len(t, containers, 1, "Service %s", feed.Function)
-		image, _, _ := unstructured.NestedString(containers[0].(map[string]any), "image")
-		require.Equal(t, "ko://"+modulePath+"/functions/"+feed.Function, image, "Service %s", feed.Function)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/gardener/gardener/pkg/apis/operations"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +37,12 @@ func (c *Config) FromControllerManager(cm *cmv1alpha1.ControllerManagerConfigura
 var Function = &function.Function{
 	Name:   "bastion",
 	Config: &Config{},
+	// It reads Bastions and Shoots (GETs, the Shoot→Bastions LIST and the resync sweep) and
+	// deletes Bastions; it never writes Shoots.
+	RBAC: []rbacv1.PolicyRule{
+		{APIGroups: []string{operationsv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"bastions"}, Verbs: []string{"get", "list", "delete"}},
+		{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"shoots"}, Verbs: []string{"get", "list"}},
+	},
 	Reconcilers: []function.Reconciler{{
 		Name: "main",
 		For:  kinds.Bastion,
@@ -54,7 +62,8 @@ var Function = &function.Function{
 		Name: "resync", Schedule: "* * * * *", Reconciler: "main",
 		Primary: function.List{Kind: kinds.Bastion},
 		// Bastions are few and Shoots many: only the Shoots the sweep's Bastions name are read,
-		// live, one GET each (see Reconciler), instead of listing every Shoot every minute.
+		// live, one GET per distinct Shoot per sweep, instead of listing every Shoot (in full:
+		// the decision needs spec.seedName) every minute.
 	}},
 }
 

@@ -8,10 +8,25 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
-func TestFunctionMatchesItsFeed(t *testing.T) {
+func TestDeclarationIsValid(t *testing.T) {
 	require.NoError(t, Function.Validate())
+}
+
+// loadConfig loads the configuration as the runtime does, and builds the reconciler from it,
+// which refuses a non-positive lifetime.
+func loadConfig() (*Config, error) {
+	cfg, err := function.LoadConfig(Function, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Function.Reconcilers[0].New(function.Deps{Config: cfg}); err != nil {
+		return nil, err
+	}
+	return cfg.(*Config), nil
 }
 
 func TestLoadConfig(t *testing.T) {
@@ -24,20 +39,20 @@ controllers:
 `), 0o600))
 
 	t.Run("Gardener's default", func(t *testing.T) {
-		cfg, err := LoadConfig()
+		cfg, err := loadConfig()
 		require.NoError(t, err)
 		assert.Equal(t, 24*time.Hour, cfg.MaxLifetime)
 	})
 	t.Run("component configuration", func(t *testing.T) {
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
-		cfg, err := LoadConfig()
+		cfg, err := loadConfig()
 		require.NoError(t, err)
 		assert.Equal(t, 6*time.Hour, cfg.MaxLifetime)
 	})
 	t.Run("environment wins over the component configuration", func(t *testing.T) {
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
 		t.Setenv("BASTION_MAX_LIFETIME", "90m")
-		cfg, err := LoadConfig()
+		cfg, err := loadConfig()
 		require.NoError(t, err)
 		assert.Equal(t, 90*time.Minute, cfg.MaxLifetime)
 	})
@@ -45,12 +60,12 @@ controllers:
 		bad := filepath.Join(t.TempDir(), "bad.yaml")
 		require.NoError(t, os.WriteFile(bad, []byte("apiVersion: controllermanager.config.gardener.cloud/v1alpha1\nkind: ControllerManagerConfiguration\ncontrollers:\n  bastion:\n    maxLifeTime: 6h\n"), 0o600))
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", bad)
-		_, err := LoadConfig()
+		_, err := loadConfig()
 		assert.ErrorContains(t, err, "maxLifeTime")
 	})
 	t.Run("non-positive lifetime is an error", func(t *testing.T) {
 		t.Setenv("BASTION_MAX_LIFETIME", "-1h")
-		_, err := LoadConfig()
+		_, err := loadConfig()
 		assert.Error(t, err)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
@@ -30,7 +31,7 @@ const maxLifetime = 24 * time.Hour
 
 func newBastion() *operationsv1alpha1.Bastion {
 	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{
-		Name: "bastion", Namespace: "garden-dev", CreationTimestamp: metav1.NewTime(created),
+		Name: "bastion", Namespace: "garden-dev", UID: "bastion-uid", CreationTimestamp: metav1.NewTime(created),
 	}}
 	b.Spec.ShootRef.Name = "shoot"
 	b.Spec.SeedName = ptr.To("seed-a")
@@ -97,7 +98,7 @@ func TestDeletionReason(t *testing.T) {
 }
 
 func newReconciler(c client.Client, now time.Time) *Reconciler {
-	return &Reconciler{Client: c, Clock: testclock.NewFakePassiveClock(now), MaxLifetime: maxLifetime, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return &Reconciler{Writer: function.NewWriter(c), Clock: testclock.NewFakePassiveClock(now), MaxLifetime: maxLifetime, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func TestReconcileDeletesCondemnedBastion(t *testing.T) {
@@ -106,19 +107,19 @@ func TestReconcileDeletesCondemnedBastion(t *testing.T) {
 	r := newReconciler(c, expires.Add(time.Second))
 	key := client.ObjectKey{Namespace: "garden-dev", Name: "bastion"}
 
-	require.NoError(t, r.Reconcile(ctx, c, key))
+	require.NoError(t, r.Reconcile(ctx, function.Request{Key: key, Reader: c, Trigger: function.ByEvent}))
 	err := c.Get(ctx, key, &operationsv1alpha1.Bastion{})
 	assert.True(t, apierrors.IsNotFound(err), "expired bastion must be deleted, got %v", err)
 
 	// A duplicate event for the same key finds nothing to do.
-	require.NoError(t, r.Reconcile(ctx, c, key))
+	require.NoError(t, r.Reconcile(ctx, function.Request{Key: key, Reader: c, Trigger: function.ByEvent}))
 }
 
 func TestReconcileKeepsLiveBastion(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(newBastion(), newShoot()).Build()
 	key := client.ObjectKey{Namespace: "garden-dev", Name: "bastion"}
-	require.NoError(t, newReconciler(c, expires.Add(-time.Second)).Reconcile(ctx, c, key))
+	require.NoError(t, newReconciler(c, expires.Add(-time.Second)).Reconcile(ctx, function.Request{Key: key, Reader: c, Trigger: function.ByEvent}))
 	require.NoError(t, c.Get(ctx, key, &operationsv1alpha1.Bastion{}))
 }
 
@@ -131,17 +132,17 @@ func TestReconcileLeavesDeletingBastionAlone(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(b).Build()
 	r := newReconciler(c, expires.Add(time.Second))
 	var deletes int
-	r.Client = countingWriter{Client: c, deletes: &deletes}
-	require.NoError(t, r.Reconcile(ctx, c, client.ObjectKeyFromObject(b)))
+	r.Writer = countingWriter{Writer: r.Writer, deletes: &deletes}
+	require.NoError(t, r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(b), Reader: c, Trigger: function.ByEvent}))
 	assert.Zero(t, deletes)
 }
 
 type countingWriter struct {
-	client.Client
+	function.Writer
 	deletes *int
 }
 
 func (w countingWriter) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	*w.deletes++
-	return w.Client.Delete(ctx, obj, opts...)
+	return w.Writer.Delete(ctx, obj, opts...)
 }

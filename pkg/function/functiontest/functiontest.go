@@ -21,6 +21,9 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	testclock "k8s.io/utils/clock/testing"
@@ -28,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
@@ -55,10 +59,11 @@ type Harness struct {
 type Option func(*settings)
 
 type settings struct {
-	config any
-	user   string
-	opts   function.Options
-	now    time.Time
+	config     any
+	user       string
+	asFunction bool
+	opts       function.Options
+	now        time.Time
 }
 
 // WithConfig serves the function with this configuration instead of LoadConfig's.
@@ -67,6 +72,11 @@ func WithConfig(cfg any) Option { return func(s *settings) { s.config = cfg } }
 // AsUser makes the function's requests impersonate user (e.g. its ServiceAccount), so that its
 // RBAC in config/ is what allows them.
 func AsUser(user string) Option { return func(s *settings) { s.user = user } }
+
+// AsFunction serves the function as its own ServiceAccount, with exactly the RBAC config/
+// grants it (configgen.RBACObjects, from Function.RBAC): a request its declaration does not
+// allow fails the test the way it would fail in a cluster.
+func AsFunction() Option { return func(s *settings) { s.asFunction = true } }
 
 // WithOptions sets the runtime options.
 func WithOptions(o function.Options) Option { return func(s *settings) { s.opts = o } }
@@ -86,6 +96,10 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		require.NoError(t, err)
 		s.config = cfg
 	}
+	if s.asFunction {
+		ApplyRBAC(t, env, fn)
+		s.user = configgen.ServiceAccountName(fn)
+	}
 	var impersonate []string
 	if s.user != "" {
 		impersonate = []string{s.user}
@@ -103,6 +117,25 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 	t.Cleanup(server.Close)
 	h.URL = server.URL
 	return h
+}
+
+// ApplyRBAC creates (or updates) the function's ServiceAccount, ClusterRole and binding as
+// config/ declares them.
+func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sources.Namespace}}
+	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, ns)))
+	for _, obj := range configgen.RBACObjects(fn) {
+		err := env.Client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			existing := obj.DeepCopyObject().(client.Object)
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing))
+			obj.SetResourceVersion(existing.GetResourceVersion())
+			err = env.Client.Update(ctx, obj)
+		}
+		require.NoError(t, err, "applying %T %s", obj, obj.GetName())
+	}
 }
 
 // Post sends event over HTTP in binary mode and returns the status code and body.

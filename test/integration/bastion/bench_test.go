@@ -3,63 +3,86 @@ package bastion_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
-// BenchmarkSweep1000 measures a no-op resync sweep over 1,000 Bastions against a real
-// kube-apiserver, through HTTP, and reports API requests per sweep.
-func BenchmarkSweep1000(b *testing.B) {
+// BenchmarkResync10000Shoots50Bastions measures the resync sweep the issue asks about: 10,000
+// Shoots and 50 Bastions in one garden, against a real kube-apiserver, through HTTP. It reports
+// API requests and response bytes per sweep and the heap in use after a sweep.
+func BenchmarkResync10000Shoots50Bastions(b *testing.B) {
 	f := newFixture(b)
 	ctx := context.Background()
-	f.shoot(b, "shoot", "seed-a")
-	for i := range 1000 {
-		nb := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bastion-%04d", i), Namespace: f.ns}}
-		nb.Spec.ShootRef.Name = "shoot"
+	create := make(chan int)
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			for i := range create {
+				s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot-%05d", i), Namespace: f.ns}}
+				s.Spec.SeedName = ptr.To("seed-a")
+				s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "worker", Machine: gardencorev1beta1.Machine{Type: "m5.large"}, Minimum: 1, Maximum: 3}}
+				if err := env.Client.Create(ctx, s); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := range 10000 {
+		create <- i
+	}
+	close(create)
+	for range 16 {
+		require.NoError(b, <-errs)
+	}
+	for i := range 50 {
+		nb := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bastion-%02d", i), Namespace: f.ns}}
+		nb.Spec.ShootRef.Name = fmt.Sprintf("shoot-%05d", i*200)
 		nb.Spec.SeedName = ptr.To("seed-a")
 		require.NoError(b, env.Client.Create(ctx, nb))
+		nb.Status.ExpirationTimestamp = &metav1.Time{Time: f.Clock.Now().Add(time.Hour)}
+		require.NoError(b, env.Client.Status().Update(ctx, nb))
 	}
-	ping := cloudevents.NewEvent()
-	ping.SetID("bench")
-	ping.SetSource("bench")
-	ping.SetType(function.PingEventType)
-	require.NoError(b, ping.SetData(cloudevents.ApplicationJSON, []byte(`{"sweep":"resync"}`)))
-	target := cloudevents.ContextWithTarget(ctx, f.sink)
-	if result := f.sender.Send(target, ping); !cloudevents.IsACK(result) { // warm up discovery
-		b.Fatal(result)
-	}
-
-	before := f.counter.Total("")
+	f.Sweep("resync") // warm up discovery
+	f.ResetRequests()
+	bytesBefore := f.Counter.Bytes()
 	b.ResetTimer()
 	for b.Loop() {
-		if result := f.sender.Send(target, ping); !cloudevents.IsACK(result) {
-			b.Fatal(result)
-		}
+		f.Sweep("resync")
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(f.counter.Total("")-before)/float64(b.N), "requests/sweep")
+	runtime.GC()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	b.ReportMetric(float64(f.Requests(""))/float64(b.N), "requests/sweep")
+	b.ReportMetric(float64(f.Requests("list"))/float64(b.N), "lists/sweep")
+	b.ReportMetric(float64(f.Counter.Bytes()-bytesBefore)/float64(b.N), "bytes-read/sweep")
+	b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MiB")
 }
 
-// BenchmarkNoopBastionEvent measures one Reference-mode Bastion event that changes nothing.
+// BenchmarkNoopBastionEvent measures one Bastion event that changes nothing.
 func BenchmarkNoopBastionEvent(b *testing.B) {
 	f := newFixture(b)
 	hour := time.Hour
 	f.shoot(b, "shoot", "seed-a")
 	bastion := f.bastion(b, "bastion", "shoot", "seed-a", &hour)
-	f.sendBastion(b, bastion) // warm up discovery
-	before := f.counter.Total("")
+	event := f.Event("update", bastion)
+	f.Send("update", bastion) // warm up discovery
+	f.ResetRequests()
 	b.ResetTimer()
 	for b.Loop() {
-		f.sendBastion(b, bastion)
+		if code, body := f.Post(event); code != 200 {
+			b.Fatal(code, body)
+		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(f.counter.Total("")-before)/float64(b.N), "requests/event")
+	b.ReportMetric(float64(f.Requests(""))/float64(b.N), "requests/event")
 }

@@ -1,76 +1,42 @@
 package bastion_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 )
 
-// The function runs as its own ServiceAccount with the RBAC of config/bastion.yaml: every
-// path (events, the Shoot mapping, the sweep, deletes) must work with exactly that, and
-// writes it does not need must be refused.
+// The function runs as its own ServiceAccount with the RBAC config/bastion.yaml grants (from
+// its declaration): every path (events, the Shoot mapping, the sweep, deletes) must work with
+// exactly that, and writes it does not need must be refused.
 func TestRunsWithTheRBACOfConfig(t *testing.T) {
 	ctx := context.Background()
-	applyRBAC(t, "../../../config/bastion.yaml")
-
-	f := newFixture(t, "system:serviceaccount:gardener-knative:bastion")
+	f := newFixture(t, functiontest.AsFunction())
 	hour := time.Hour
 	s := f.shoot(t, "shoot", "seed-a")
 	expired := f.bastion(t, "expired", "shoot", "seed-a", &hour)
 	orphan := f.bastion(t, "orphan", "gone", "seed-a", &hour)
 	migrating := f.bastion(t, "migrating", "shoot", "seed-a", &hour)
-	f.clock.Step(2 * hour)
+	f.Clock.Step(2 * hour)
 
-	f.sendBastion(t, expired)
+	f.Send("update", expired)
 	assert.False(t, exists(t, expired))
-	f.sweep(t)
+	f.Sweep("resync")
 	assert.False(t, exists(t, orphan))
 	s.Spec.SeedName = ptr.To("seed-b")
 	require.NoError(t, env.Client.Update(ctx, s))
-	f.sendShoot(t, "dev.knative.apiserver.ref.update", s)
+	f.Send("update", s)
 	assert.False(t, exists(t, migrating))
 
-	err := f.c.Update(ctx, s)
-	assert.True(t, apierrors.IsForbidden(err), "the function may not write Shoots, got %v", err)
-}
-
-// applyRBAC creates the ServiceAccounts, ClusterRoles and ClusterRoleBindings of a manifest.
-func applyRBAC(t *testing.T, path string) {
-	t.Helper()
-	ctx := context.Background()
-	data, err := os.ReadFile(path)
+	c, _, err := env.CountingClient("system:serviceaccount:gardener-knative:bastion")
 	require.NoError(t, err)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gardener-knative"}}
-	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, ns)))
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	applied := 0
-	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
-		}
-		switch u.GetKind() {
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, u)), "%s %s", u.GetKind(), u.GetName())
-			applied++
-		}
-	}
-	require.NotZero(t, applied, "%s holds no RBAC", path)
+	err = c.Update(ctx, s)
+	assert.True(t, apierrors.IsForbidden(err), "the function may not write Shoots, got %v", err)
 }

@@ -1,0 +1,122 @@
+package configgen
+
+import (
+	"bytes"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+// ModulePath is the Go module whose main packages ko builds (ko://<ModulePath>/functions/<name>).
+const ModulePath = "github.com/gardener-knative/gardener-knative"
+
+// ServiceAccountName is the user a function's requests are made as: its own ServiceAccount.
+func ServiceAccountName(fn *function.Function) string {
+	return "system:serviceaccount:" + sources.Namespace + ":" + fn.Name
+}
+
+// RBACObjects are the ServiceAccount a function runs as and the ClusterRole and binding that
+// grant it exactly its declared rules (Function.RBAC).
+func RBACObjects(fn *function.Function) []client.Object {
+	name := "gardener-knative:" + fn.Name
+	return []client.Object{
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(fn.Name, fn.Name, sources.Namespace),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: meta(fn.Name, name, ""),
+			Rules:      fn.RBAC,
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(fn.Name, name, ""),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: sources.Namespace}},
+		},
+	}
+}
+
+// KnativeService is the function's Knative Service: cluster-local (only the Broker sends to it),
+// running as its ServiceAccount, with a request timeout above the longest sweep.
+func KnativeService(fn *function.Function) *unstructured.Unstructured {
+	labels := map[string]any{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": fn.Name}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "serving.knative.dev/v1",
+		"kind":       "Service",
+		"metadata": map[string]any{
+			"name":      fn.Name,
+			"namespace": sources.Namespace,
+			"labels": map[string]any{
+				"app.kubernetes.io/part-of":   "gardener-knative",
+				"app.kubernetes.io/component": fn.Name,
+				// Only the Broker inside the cluster sends events; nothing outside may reach it.
+				"networking.knative.dev/visibility": "cluster-local",
+			},
+		},
+		"spec": map[string]any{
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"serviceAccountName": fn.Name,
+					// A request is one event or one sweep run; SWEEP_TIMEOUT (4m) stays below it.
+					"timeoutSeconds": int64(300),
+					"containers": []any{map[string]any{
+						"name":  "function",
+						"image": "ko://" + ModulePath + "/functions/" + fn.Name,
+						"readinessProbe": map[string]any{
+							"httpGet": map[string]any{"path": "/readyz"},
+						},
+						"resources": map[string]any{
+							"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+							"limits":   map[string]any{"memory": "256Mi"},
+						},
+						"securityContext": map[string]any{
+							"runAsNonRoot":             true,
+							"allowPrivilegeEscalation": false,
+							"readOnlyRootFilesystem":   true,
+							"capabilities":             map[string]any{"drop": []any{"ALL"}},
+							"seccompProfile":           map[string]any{"type": "RuntimeDefault"},
+						},
+					}},
+				},
+			},
+		},
+	}}
+}
+
+// functionFile renders config/<name>.yaml: the function's RBAC and Knative Service.
+func functionFile(fn *function.Function) (File, error) {
+	var buf bytes.Buffer
+	buf.WriteString(Header + "\n")
+	fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, least-privilege RBAC (Function.RBAC) and Knative\n", fn.Name)
+	buf.WriteString("# Service, derived from its declaration (functions/registry.go). Its events reach it through\n")
+	buf.WriteString("# the Broker and its Trigger (eventing.yaml). Settings: docs/configuration.md and\n")
+	fmt.Fprintf(&buf, "# docs/functions/%s.md. Regenerate with `go run ./hack/genconfig`.\n", fn.Name)
+	objs := append(RBACObjects(fn), KnativeService(fn))
+	for _, obj := range objs {
+		doc, err := Marshal(obj)
+		if err != nil {
+			return File{}, fmt.Errorf("function %s: %s: %w", fn.Name, obj.GetObjectKind().GroupVersionKind().Kind, err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(doc)
+	}
+	return File{Name: fn.Name + ".yaml", Content: buf.Bytes()}, nil
+}
+
+func meta(component, name, namespace string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: namespace,
+		Labels:    map[string]string{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": component},
+	}
+}

@@ -1,0 +1,149 @@
+package sources_test
+
+import (
+	"context"
+	"testing"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"knative.dev/eventing/pkg/eventfilter"
+	"knative.dev/eventing/pkg/eventfilter/subscriptionsapi"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+func noop(function.Deps) (function.Handler, error) { return nil, nil }
+
+func demo(name string, watched []function.Kind, sweeps ...function.Sweep) *function.Function {
+	fn := &function.Function{Name: name, Reconcilers: []function.Reconciler{{Name: "main", For: watched[0], New: noop}}, Sweeps: sweeps}
+	for _, k := range watched {
+		w := function.Watch{Kind: k, Reconciler: "main"}
+		if k != watched[0] {
+			w.Map = func(context.Context, client.Reader, function.Event) ([]function.Key, error) { return nil, nil }
+		}
+		fn.Watches = append(fn.Watches, w)
+	}
+	return fn
+}
+
+func byKind[T client.Object](objs []client.Object) []T {
+	var out []T
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// N functions share one ApiServerSource per cluster, watching the union of their kinds with
+// read-only RBAC for exactly those, and get one Trigger each.
+func TestOneSourcePerClusterOneTriggerPerFunction(t *testing.T) {
+	fns := []*function.Function{
+		demo("alpha", []function.Kind{kinds.Bastion, kinds.Shoot}),
+		demo("beta", []function.Kind{kinds.Shoot, kinds.Secret}, function.Sweep{Name: "resync", Schedule: "*/10 * * * * *", Reconciler: "main", Primary: function.List{Kind: kinds.Shoot}}),
+	}
+	objs, err := sources.Objects(fns)
+	require.NoError(t, err)
+
+	require.Len(t, byKind[*eventingv1.Broker](objs), 1)
+	apiSources := byKind[*sourcesv1.ApiServerSource](objs)
+	require.Len(t, apiSources, 1)
+	src := apiSources[0]
+	assert.Equal(t, sourcesv1.ResourceMode, src.Spec.EventMode)
+	var watched []string
+	for _, r := range src.Spec.Resources {
+		watched = append(watched, r.APIVersion+"/"+r.Kind)
+	}
+	assert.Equal(t, []string{"v1/Secret", "core.gardener.cloud/v1beta1/Shoot", "operations.gardener.cloud/v1alpha1/Bastion"}, watched, "the union, each kind once")
+	assert.Equal(t, "Broker", src.Spec.Sink.Ref.Kind)
+
+	roles := byKind[*rbacv1.ClusterRole](objs)
+	require.Len(t, roles, 1)
+	assert.ElementsMatch(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"operations.gardener.cloud"}, Resources: []string{"bastions"}, Verbs: []string{"get", "list", "watch"}},
+	}, roles[0].Rules)
+	require.Len(t, byKind[*corev1.ServiceAccount](objs), 1)
+
+	triggers := byKind[*eventingv1.Trigger](objs)
+	require.Len(t, triggers, 2)
+	pings := byKind[*sourcesv1.PingSource](objs)
+	require.Len(t, pings, 1)
+	assert.Equal(t, "beta-resync", pings[0].Name)
+	assert.Equal(t, "*/10 * * * * *", pings[0].Spec.Schedule)
+	assert.JSONEq(t, `{"sweep":"resync"}`, pings[0].Spec.Data)
+	assert.Equal(t, "Broker", pings[0].Spec.Sink.Ref.Kind)
+}
+
+// The Triggers route with Knative's own filter code: a function gets the events of the kinds
+// it watches and its own ticks, nothing else.
+func TestTriggersRouteWithKnativesFilters(t *testing.T) {
+	fns := []*function.Function{
+		demo("alpha", []function.Kind{kinds.Bastion, kinds.Shoot}, function.Sweep{Name: "resync", Schedule: "* * * * *", Reconciler: "main", Primary: function.List{Kind: kinds.Bastion}}),
+		demo("beta", []function.Kind{kinds.Secret}, function.Sweep{Name: "resync", Schedule: "* * * * *", Reconciler: "main", Primary: function.List{Kind: kinds.Secret}}),
+	}
+	objs, err := sources.Objects(fns)
+	require.NoError(t, err)
+	filters := map[string]eventfilter.Filter{}
+	for _, tr := range byKind[*eventingv1.Trigger](objs) {
+		filters[tr.Name] = subscriptionsapi.CreateSubscriptionsAPIFilters(zap.NewNop(), tr.Spec.Filters)
+	}
+	event := func(typ string, ext map[string]string) cloudevents.Event {
+		e := cloudevents.NewEvent()
+		e.SetID("1")
+		e.SetSource("test")
+		e.SetType(typ)
+		for k, v := range ext {
+			e.SetExtension(k, v)
+		}
+		return e
+	}
+	routed := func(e cloudevents.Event) []string {
+		var to []string
+		for _, name := range []string{"alpha", "beta"} {
+			if filters[name].Filter(context.Background(), e) == eventfilter.PassFilter {
+				to = append(to, name)
+			}
+		}
+		return to
+	}
+	shoot := event(function.ResourceUpdateEventType, map[string]string{"apiversion": "core.gardener.cloud/v1beta1", "kind": "Shoot", function.ClusterExtension: "source"})
+	assert.Equal(t, []string{"alpha"}, routed(shoot))
+	secret := event(function.ResourceAddEventType, map[string]string{"apiversion": "v1", "kind": "Secret", function.ClusterExtension: "source"})
+	assert.Equal(t, []string{"beta"}, routed(secret))
+	otherCluster := event(function.ResourceAddEventType, map[string]string{"apiversion": "v1", "kind": "Secret", function.ClusterExtension: "target"})
+	assert.Empty(t, routed(otherCluster))
+	assert.Equal(t, []string{"beta"}, routed(event(function.PingEventType, map[string]string{sources.FunctionExtension: "beta"})))
+	assert.Empty(t, routed(event(function.PingEventType, map[string]string{sources.FunctionExtension: "gamma"})))
+}
+
+func TestInvalidDeclarationsAreRefused(t *testing.T) {
+	dup := demo("alpha", []function.Kind{kinds.Bastion})
+	_, err := sources.Objects([]*function.Function{dup, dup})
+	assert.ErrorContains(t, err, "registered twice")
+
+	bad := demo("alpha", []function.Kind{kinds.Bastion}, function.Sweep{Name: "resync", Schedule: "every minute", Reconciler: "main", Primary: function.List{Kind: kinds.Bastion}})
+	_, err = sources.Objects([]*function.Function{bad})
+	assert.ErrorContains(t, err, "PingSource")
+}
+
+// The registry's functions produce valid plumbing: the Triggers and sources pass Knative's own
+// validation (checked inside Objects).
+func TestRegistry(t *testing.T) {
+	objs, err := sources.Objects(functions.All)
+	require.NoError(t, err)
+	assert.Len(t, byKind[*sourcesv1.ApiServerSource](objs), 1, "one adapter for the garden, however many functions")
+	assert.Len(t, byKind[*eventingv1.Trigger](objs), len(functions.All))
+}

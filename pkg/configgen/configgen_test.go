@@ -30,8 +30,8 @@ import (
 
 func demo() *function.Function {
 	return &function.Function{
-		Name: "demo",
-		RBAC: []rbacv1.PolicyRule{{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"get", "list", "patch"}}},
+		Name:        "demo",
+		RBAC:        []rbacv1.PolicyRule{{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"get", "list", "patch"}}},
 		Reconcilers: []function.Reconciler{{Name: "main", For: kinds.Shoot, New: func(function.Deps) (function.Handler, error) { return nil, nil }}},
 		Watches:     []function.Watch{{Kind: kinds.Shoot, Reconciler: "main"}},
 		Sweeps: []function.Sweep{

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 
-	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 )
 
@@ -55,10 +55,13 @@ func run(dir string, withSamples bool) error {
 	land, err := landscape.Start(ctx, landscape.Options{
 		Dir: dir,
 		FunctionOutput: func(name string) io.Writer {
-			return status.functionOutput(name, filepath.Join(dir, "logs", name+".log"))
+			f, err := os.Create(filepath.Join(dir, "logs", name+".log"))
+			if err != nil {
+				return io.Discard
+			}
+			return f
 		},
 		SourceLogger: sourceLog,
-		Env:          debugLogging(),
 	})
 	if err != nil {
 		return err
@@ -85,7 +88,10 @@ func run(dir string, withSamples bool) error {
 	for name, url := range land.URLs {
 		fmt.Printf("function:   %s at %s (metrics at %s/metrics, log in %s)\n", name, url, url, filepath.Join(dir, "logs", name+".log"))
 	}
-	fmt.Println("Ctrl-C stops everything.")
+	fmt.Println("Ctrl-C stops everything. What each function did, from its /metrics:")
+	if status.terminal {
+		fmt.Print(strings.Repeat("\n", len(land.URLs))) // the block the live view redraws
+	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
@@ -95,18 +101,9 @@ func run(dir string, withSamples bool) error {
 		case err := <-land.Exited():
 			return err
 		case <-ticker.C:
-			status.print()
+			status.print(land.URLs)
 		}
 	}
-}
-
-// debugLogging makes every function log each handled event, which the live line counts.
-func debugLogging() map[string][]string {
-	env := map[string][]string{}
-	for _, fn := range functions.All {
-		env[fn.Name] = []string{"LOG_LEVEL=debug"}
-	}
-	return env
 }
 
 func fileLogger(path string) (*zap.SugaredLogger, error) {

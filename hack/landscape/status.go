@@ -1,114 +1,107 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
-	"sync"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/term"
 )
 
-// status digests the functions' JSON log lines into one live line.
+// status is the live line of `make run`: what each function did so far, read from its own
+// /metrics (the same figures an operator's Prometheus scrapes), never from its logs.
 type status struct {
 	out      io.Writer
 	terminal bool
-	mu       sync.Mutex
-	counts   map[string]*counts
-	last     string
+	client   *http.Client
 	printed  string
 }
 
-type counts struct{ events, sweeps, deleted, failed int }
-
 func newStatus(out *os.File) *status {
-	return &status{out: out, terminal: term.IsTerminal(int(out.Fd())), counts: map[string]*counts{}}
+	return &status{out: out, terminal: term.IsTerminal(int(out.Fd())), client: &http.Client{Timeout: time.Second}}
 }
 
-// functionOutput tees a function's log to its file and digests each line.
-func (s *status) functionOutput(name, logFile string) io.Writer {
-	f, err := os.Create(logFile)
+// figures are one function's counters.
+type figures struct {
+	events, failed, sweeps, writes float64
+}
+
+func (f figures) String() string {
+	return fmt.Sprintf("%.0f events (%.0f failed), %.0f sweeps, %.0f writes", f.events, f.failed, f.sweeps, f.writes)
+}
+
+// scrape reads one function's /metrics.
+func (s *status) scrape(url string) (figures, error) {
+	var f figures
+	resp, err := s.client.Get(url + "/metrics")
 	if err != nil {
-		f = nil
+		return f, err
 	}
-	r, w := io.Pipe()
-	go func() {
-		scanner := bufio.NewScanner(r)
-		scanner.Buffer(make([]byte, 64<<10), 1<<20)
-		for scanner.Scan() {
-			line := scanner.Bytes()
-			if f != nil {
-				_, _ = f.Write(append(line, '\n'))
-			}
-			s.digest(name, line)
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return f, err
+	}
+	for _, m := range families["gardener_knative_events_total"].GetMetric() {
+		f.events += m.GetCounter().GetValue()
+		if outcome := label(m, "outcome"); outcome != "done" && outcome != "coalesced" {
+			f.failed += m.GetCounter().GetValue()
 		}
-	}()
-	return w
+	}
+	for _, m := range families["gardener_knative_sweep_duration_seconds"].GetMetric() {
+		f.sweeps += float64(m.GetHistogram().GetSampleCount())
+	}
+	for _, m := range families["gardener_knative_api_requests_total"].GetMetric() {
+		switch label(m, "verb") {
+		case "create", "update", "patch", "delete", "deletecollection":
+			f.writes += m.GetCounter().GetValue()
+		}
+	}
+	return f, nil
 }
 
-func (s *status) digest(function string, line []byte) {
-	var entry map[string]any
-	if json.Unmarshal(line, &entry) != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.counts[function]
-	if c == nil {
-		c = &counts{}
-		s.counts[function] = c
-	}
-	msg, _ := entry["msg"].(string)
-	switch msg {
-	case "event handled":
-		c.events++
-	case "event failed, sender will retry", "event rejected", "event not handled":
-		c.events++
-		c.failed++
-		s.last = fmt.Sprintf("%s: %s (%v)", function, msg, entry["reason"])
-	case "sweep done":
-		c.sweeps++
-	case "deleting bastion":
-		c.deleted++
-		s.last = fmt.Sprintf("%s: deleted %s/%s (%v)", function, nested(entry["bastion"], "Namespace"), nested(entry["bastion"], "Name"), entry["reason"])
-	}
-}
-
-func nested(v any, key string) any {
-	if m, ok := v.(map[string]any); ok {
-		return m[key]
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
 	}
 	return ""
 }
 
-func (s *status) print() {
-	s.mu.Lock()
-	names := make([]string, 0, len(s.counts))
-	for name := range s.counts {
+// print scrapes every function and prints the line when it changed.
+func (s *status) print(urls map[string]string) {
+	names := make([]string, 0, len(urls))
+	for name := range urls {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	var parts []string
 	for _, name := range names {
-		c := s.counts[name]
-		parts = append(parts, fmt.Sprintf("%s: %d events, %d sweeps, %d deleted, %d failed", name, c.events, c.sweeps, c.deleted, c.failed))
+		f, err := s.scrape(urls[name])
+		if err != nil {
+			parts = append(parts, name+": unreachable")
+			continue
+		}
+		parts = append(parts, name+": "+f.String())
 	}
-	line := strings.Join(parts, " | ")
-	if s.last != "" {
-		line += " | last: " + s.last
-	}
-	s.mu.Unlock()
+	line := strings.Join(parts, "\n")
 	if line == s.printed {
 		return
 	}
 	s.printed = line
 	if s.terminal {
-		fmt.Fprintf(s.out, "\r\033[K%s", line)
+		// Redraw the block in place: up as many lines as it has, clear to the end of the screen.
+		fmt.Fprintf(s.out, "\033[%dF\033[J%s\n", len(names), line)
 	} else {
-		fmt.Fprintln(s.out, line)
+		fmt.Fprintf(s.out, "%s\n\n", line)
 	}
 }

@@ -47,8 +47,8 @@ func Generate(fns []*function.Function) ([]File, error) {
 	buf.WriteString("# The event plumbing of every function, derived from the registry (functions/registry.go):\n")
 	buf.WriteString("# the Broker, one ApiServerSource per cluster watching the union of the functions' kinds\n")
 	buf.WriteString("# (with its ServiceAccount and read-only RBAC), one Trigger per function and one PingSource\n")
-	buf.WriteString("# per sweep. Regenerate with `go run ./hack/genconfig` after changing a declaration.\n")
-	for _, obj := range objs {
+	buf.WriteString("# per sweep, and the dead-letter sink. Regenerate with `go run ./hack/genconfig` after changing a declaration.\n")
+	for _, obj := range append(objs, DeadLetterService()) {
 		doc, err := Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)

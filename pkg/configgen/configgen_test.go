@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -81,13 +82,26 @@ func TestEventingRoundTrip(t *testing.T) {
 	objs, err := sources.Objects([]*function.Function{demo()})
 	require.NoError(t, err)
 	docs := documents(t, content)
-	require.Len(t, docs, len(objs))
+	require.Len(t, docs, len(objs)+1, "the plumbing and the dead-letter sink")
+	var deadLetter map[string]any
+	require.NoError(t, sigsyaml.Unmarshal(docs[len(objs)], &deadLetter))
+	require.Equal(t, normalized(t, configgen.DeadLetterService().Object), normalized(t, deadLetter))
 	for i, want := range objs {
 		got := want.DeepCopyObject().(client.Object)
 		reset(got)
 		require.NoError(t, sigsyaml.UnmarshalStrict(docs[i], got), "document %d", i)
 		require.Equal(t, want, got, "document %d", i)
 	}
+}
+
+// normalized is m as JSON decodes it, for comparing with objects built in Go.
+func normalized(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(m)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(data, &out))
+	return out
 }
 
 // reset zeroes obj in place, keeping its type.

@@ -48,16 +48,54 @@ func RBACObjects(fn *function.Function) []client.Object {
 // KnativeService is the function's Knative Service: cluster-local (only the Broker sends to it),
 // running as its ServiceAccount, with a request timeout above the longest sweep.
 func KnativeService(fn *function.Function) *unstructured.Unstructured {
-	labels := map[string]any{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": fn.Name}
+	return knativeService(fn.Name, "functions/"+fn.Name, fn.Name)
+}
+
+// DeadLetterService is the Broker's dead-letter sink (sources/deadletter). It reads no API.
+func DeadLetterService() *unstructured.Unstructured {
+	return knativeService(sources.DeadLetter, "sources/deadletter", "")
+}
+
+// knativeService is a cluster-local Knative Service of a main package of this module, as
+// serviceAccount ("" for the namespace's default, without API token).
+func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unstructured {
+	labels := map[string]any{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": name}
+	podSpec := map[string]any{
+		// A request is one event or one sweep run; SWEEP_TIMEOUT (4m) stays below it.
+		"timeoutSeconds": int64(300),
+		"containers": []any{map[string]any{
+			"name":  "function",
+			"image": "ko://" + ModulePath + "/" + mainPackage,
+			"readinessProbe": map[string]any{
+				"httpGet": map[string]any{"path": "/readyz"},
+			},
+			"resources": map[string]any{
+				"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+				"limits":   map[string]any{"memory": "256Mi"},
+			},
+			"securityContext": map[string]any{
+				"runAsNonRoot":             true,
+				"allowPrivilegeEscalation": false,
+				"readOnlyRootFilesystem":   true,
+				"capabilities":             map[string]any{"drop": []any{"ALL"}},
+				"seccompProfile":           map[string]any{"type": "RuntimeDefault"},
+			},
+		}},
+	}
+	if serviceAccount != "" {
+		podSpec["serviceAccountName"] = serviceAccount
+	} else {
+		podSpec["automountServiceAccountToken"] = false
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "serving.knative.dev/v1",
 		"kind":       "Service",
 		"metadata": map[string]any{
-			"name":      fn.Name,
+			"name":      name,
 			"namespace": sources.Namespace,
 			"labels": map[string]any{
 				"app.kubernetes.io/part-of":   "gardener-knative",
-				"app.kubernetes.io/component": fn.Name,
+				"app.kubernetes.io/component": name,
 				// Only the Broker inside the cluster sends events; nothing outside may reach it.
 				"networking.knative.dev/visibility": "cluster-local",
 			},
@@ -65,29 +103,7 @@ func KnativeService(fn *function.Function) *unstructured.Unstructured {
 		"spec": map[string]any{
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": labels},
-				"spec": map[string]any{
-					"serviceAccountName": fn.Name,
-					// A request is one event or one sweep run; SWEEP_TIMEOUT (4m) stays below it.
-					"timeoutSeconds": int64(300),
-					"containers": []any{map[string]any{
-						"name":  "function",
-						"image": "ko://" + ModulePath + "/functions/" + fn.Name,
-						"readinessProbe": map[string]any{
-							"httpGet": map[string]any{"path": "/readyz"},
-						},
-						"resources": map[string]any{
-							"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
-							"limits":   map[string]any{"memory": "256Mi"},
-						},
-						"securityContext": map[string]any{
-							"runAsNonRoot":             true,
-							"allowPrivilegeEscalation": false,
-							"readOnlyRootFilesystem":   true,
-							"capabilities":             map[string]any{"drop": []any{"ALL"}},
-							"seccompProfile":           map[string]any{"type": "RuntimeDefault"},
-						},
-					}},
-				},
+				"spec":     podSpec,
 			},
 		},
 	}}

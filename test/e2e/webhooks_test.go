@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gardener-knative/gardener-knative/pkg/landscape"
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 )
 
 // The webhook server's binary contract: `go build ./webhooks/resource-manager` serves the
@@ -24,7 +24,7 @@ import (
 func TestWebhookServerBinary(t *testing.T) {
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "resource-manager")
-	out, err := exec.Command("go", "build", "-o", binary, landscape.ModulePath+"/webhooks/resource-manager").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", binary, configgen.ModulePath+"/webhooks/resource-manager").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	listener, err := net.Listen("tcp", "127.0.0.1:0")

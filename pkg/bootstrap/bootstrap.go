@@ -1,0 +1,129 @@
+// Package bootstrap is how every process of gardener-knative starts, functions and webhook
+// servers alike: its configuration from the environment, a JSON logger (controller-runtime's
+// included), a Prometheus registry that counts every API request, uncached API clients, and an
+// HTTP server with health, metrics and a graceful shutdown on SIGTERM.
+package bootstrap
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kelseyhightower/envconfig"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/serve"
+)
+
+// Config is what every process reads from the environment (docs/configuration.md).
+type Config struct {
+	// Port is where the process serves; Knative sets it.
+	Port int `envconfig:"PORT" default:"8080"`
+	// The source cluster: KUBECONFIG, else the in-cluster configuration.
+	kube.ClientConfig
+	// TargetKubeconfig reaches the target cluster of the processes that have one.
+	TargetKubeconfig string     `envconfig:"TARGET_KUBECONFIG"`
+	LogLevel         slog.Level `envconfig:"LOG_LEVEL" default:"info"`
+	// ShutdownTimeout bounds how long in-flight requests may finish after SIGTERM; Knative's
+	// default termination grace period is 30s.
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"25s"`
+}
+
+// Base returns the common part of a configuration that embeds Config.
+func (c *Config) Base() *Config { return c }
+
+// Configuration is a process's configuration type: a struct that embeds Config.
+type Configuration interface{ Base() *Config }
+
+// Process is a started process: its configuration, logger and metrics.
+type Process struct {
+	Config   *Config
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+	// Requests counts every request of every client the process made with Client.
+	Requests *kube.RequestCounter
+}
+
+// Main runs run until SIGTERM or SIGINT and exits 1 when it fails; all a main package calls.
+func Main(component string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx); err != nil {
+		slog.Error(component+" failed", "error", err)
+		os.Exit(1)
+	}
+}
+
+// Start reads the environment into cfg and sets up logging and metrics. attrs are added to
+// every log line (e.g. "function", name).
+func Start(cfg Configuration, attrs ...any) (*Process, error) {
+	if err := envconfig.Process("", cfg); err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	base := cfg.Base()
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: base.LogLevel})).With(attrs...)
+	// controller-runtime logs through its own logger; without one it complains once, loudly.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Process{Config: base, Log: log, Registry: reg, Requests: kube.NewRequestCounter(reg)}, nil
+}
+
+// SourceClient is an uncached, counted client of the source cluster.
+func (p *Process) SourceClient(scheme *runtime.Scheme) (client.Client, error) {
+	return p.client(p.Config.ClientConfig, scheme)
+}
+
+// TargetClient is an uncached, counted client of the target cluster (TARGET_KUBECONFIG).
+func (p *Process) TargetClient(scheme *runtime.Scheme) (client.Client, error) {
+	if p.Config.TargetKubeconfig == "" {
+		return nil, fmt.Errorf("no target cluster: set TARGET_KUBECONFIG")
+	}
+	cfg := p.Config.ClientConfig
+	cfg.Kubeconfig = p.Config.TargetKubeconfig
+	return p.client(cfg, scheme)
+}
+
+func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme) (client.Client, error) {
+	restCfg, err := cfg.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	p.Requests.Instrument(restCfg)
+	return kube.NewClient(restCfg, scheme)
+}
+
+// ServeOptions add to what Serve serves by default (plain HTTP on PORT).
+type ServeOptions struct {
+	// TLSConfig serves TLS; nil serves plain HTTP.
+	TLSConfig *tls.Config
+	// Ready is told the listener's address once the server accepts connections.
+	Ready func(net.Addr)
+}
+
+// Serve serves app beside /healthz, /readyz and /metrics until ctx ends, then shuts down
+// gracefully.
+func (p *Process) Serve(ctx context.Context, app http.Handler, opts ServeOptions, attrs ...any) error {
+	mux := http.NewServeMux()
+	mux.Handle("/", app)
+	return serve.Run(ctx, serve.Options{
+		Addr:            net.JoinHostPort("", strconv.Itoa(p.Config.Port)),
+		TLSConfig:       opts.TLSConfig,
+		ShutdownTimeout: p.Config.ShutdownTimeout,
+		Ready:           opts.Ready,
+	}, mux, p.Registry, p.Log, attrs...)
+}

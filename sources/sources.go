@@ -33,6 +33,8 @@ const (
 	Namespace = "gardener-knative"
 	// Broker is the one Broker every source sends to.
 	Broker = "gardener-knative"
+	// BrokerClass is the Broker's class (eventing.knative.dev/broker.class).
+	BrokerClass = "MTChannelBasedBroker"
 	// FunctionExtension is the CloudEvents extension a function's PingSources set to its name,
 	// so that its Trigger lets its ticks through.
 	FunctionExtension = "function"
@@ -75,11 +77,14 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	objs := []client.Object{&eventingv1.Broker{
+	broker := &eventingv1.Broker{
 		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker"},
 		ObjectMeta: objectMeta("eventing", Broker),
-		// The Broker class is the cluster's default (see docs/deployment.md for the choice).
-	}}
+	}
+	// Knative's channel-based Broker, which every Eventing installation has; docs/deployment.md
+	// says when to choose another class (and its channel) for production.
+	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: BrokerClass}
+	objs := []client.Object{broker}
 	for _, c := range []function.Cluster{function.Source, function.Target} {
 		kinds := watchedKinds(fns, c)
 		if len(kinds) == 0 {

@@ -1,7 +1,9 @@
-// Command genconfig writes the generated manifests of config/: eventing.yaml, the event plumbing
-// of every function in the registry (functions.All), and config/scale-to-zero/, the variant of config/ in which every Knative
-// Service scales to zero (see pkg/configgen). Run it from the repository root after changing
-// a function's declaration or a Knative Service or webhook registration in config/:
+// Command genconfig writes what derives from the function registry (functions.All): in config/,
+// eventing.yaml (the event plumbing of every function) and <function>.yaml (its RBAC and Knative
+// Service); docs/functions/README.md (the table of every function); and config/scale-to-zero/,
+// the variant of config/ in which every Knative Service scales to zero (see pkg/configgen). Run
+// it from the repository root after changing a function's declaration or a Knative Service or
+// webhook registration in config/:
 //
 //	go run ./hack/genconfig
 //
@@ -20,17 +22,21 @@ import (
 
 func main() {
 	dir := flag.String("dir", "config", "directory to write the generated manifests into")
+	docs := flag.String("docs", "docs/functions", "directory to write the generated functions table into")
 	check := flag.Bool("check", false, "only check that the directory is up to date")
 	flag.Parse()
-	if err := run(*dir, *check); err != nil {
+	if err := run(*dir, *docs, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "genconfig:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, check bool) error {
+func run(dir, docs string, check bool) error {
 	files, err := configgen.Generate(functions.All)
 	if err != nil {
+		return err
+	}
+	if err := sync(docs, []configgen.File{configgen.FunctionsIndex(functions.All)}, check); err != nil {
 		return err
 	}
 	if err := sync(dir, files, check); err != nil {

@@ -32,7 +32,7 @@ type Config struct {
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
 	// Webhooks names the webhooks to serve; unset serves those the component configuration
 	// enables.
-	Webhooks        []string      `envconfig:"WEBHOOKS"`
+	Webhooks       []string      `envconfig:"WEBHOOKS"`
 	RequestTimeout time.Duration `envconfig:"REQUEST_TIMEOUT" default:"10s"`
 }
 

@@ -172,6 +172,12 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 		t.Errorf("config/%s: run `go run ./hack/genconfig` to regenerate config/ from the registry", p)
 	}
 
+	problems, err = configgen.Diff(filepath.Join(repoRoot, "docs", "functions"), []configgen.File{configgen.FunctionsIndex(functions.All)})
+	require.NoError(t, err)
+	for _, p := range problems {
+		t.Errorf("docs/functions/%s: run `go run ./hack/genconfig` to regenerate the functions table", p)
+	}
+
 	variant, err := configgen.ScaleToZero(configDir)
 	require.NoError(t, err)
 	require.NotEmpty(t, variant, "the scale-to-zero variant changes nothing")

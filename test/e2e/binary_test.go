@@ -31,7 +31,7 @@ func TestFunctionBinariesServeHealthAndMetrics(t *testing.T) {
 			for _, want := range []string{
 				`gardener_knative_events_total{function="` + name + `",outcome="rejected",type="dev.knative.sources.ping"} 1`,
 				`gardener_knative_api_requests_total{code="200",resource=`,
-				`gardener_knative_sweep_duration_seconds_count{function="` + name + `",result="success",sweep="resync"}`,
+				`gardener_knative_sweep_duration_seconds_count{function="` + name + `",result="done",sweep="resync"}`,
 				"process_resident_memory_bytes",
 			} {
 				assert.Contains(t, metrics, want)

@@ -144,6 +144,15 @@ func TestInvalidDeclarationsAreRefused(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	objs, err := sources.Objects(functions.All)
 	require.NoError(t, err)
-	assert.Len(t, byKind[*sourcesv1.ApiServerSource](objs), 1, "one adapter for the garden, however many functions")
+	apiSources := byKind[*sourcesv1.ApiServerSource](objs)
+	assert.Len(t, apiSources, 1, "one adapter for the garden, however many functions")
 	assert.Len(t, byKind[*eventingv1.Trigger](objs), len(functions.All))
+	// What one ApiServerSource per function, as before, would cost: an adapter each and a watch
+	// per function and kind. The figures go into docs/deployment.md.
+	perFunctionWatches := 0
+	for _, fn := range functions.All {
+		perFunctionWatches += len(fn.WatchedKinds(function.Source))
+	}
+	t.Logf("%d functions: 1 adapter and %d watch streams (one per kind); one source per function would be %d adapters and %d watch streams",
+		len(functions.All), len(apiSources[0].Spec.Resources), len(functions.All), perFunctionWatches)
 }

@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 
+	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
+	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 func main() {
@@ -79,7 +81,7 @@ func run(dir string, withSamples bool) error {
 			return err
 		}
 	}
-	if err := land.StartSources(ctx, nil); err != nil {
+	if err := land.StartSources(ctx, demoSchedules()); err != nil {
 		return err
 	}
 
@@ -88,6 +90,7 @@ func run(dir string, withSamples bool) error {
 	for name, url := range land.URLs {
 		fmt.Printf("function:   %s at %s (metrics at %s/metrics, log in %s)\n", name, url, url, filepath.Join(dir, "logs", name+".log"))
 	}
+	fmt.Println("Every sweep runs every 20 s here (on a cluster: its own schedule).")
 	fmt.Println("Ctrl-C stops everything. What each function did, from its /metrics:")
 	if status.terminal {
 		fmt.Print(strings.Repeat("\n", len(land.URLs))) // the block the live view redraws
@@ -104,6 +107,18 @@ func run(dir string, withSamples bool) error {
 			status.print(land.URLs)
 		}
 	}
+}
+
+// demoSchedules run every sweep every 20 seconds, so that the samples show each function at
+// work within a minute, whatever its schedule on a cluster (hourly, daily).
+func demoSchedules() map[string]string {
+	schedules := map[string]string{}
+	for _, fn := range functions.All {
+		for _, sw := range fn.Sweeps {
+			schedules[sources.PingSourceName(fn.Name, sw.Name)] = "*/20 * * * * *"
+		}
+	}
+	return schedules
 }
 
 func fileLogger(path string) (*zap.SugaredLogger, error) {

@@ -6,12 +6,28 @@ package functions
 
 import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/bastion"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/cloudprofile"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerdeployment"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/credentialsbinding"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/exposureclass"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/namespacedcloudprofile"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/quota"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/secretbinding"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
 // All lists every function, in the order config/, the landscape and the docs present them.
 var All = []*function.Function{
 	bastion.Function,
+	secretbinding.Function,
+	credentialsbinding.Function,
+	shoot.Function,
+	cloudprofile.Function,
+	namespacedcloudprofile.Function,
+	controllerdeployment.Function,
+	exposureclass.Function,
+	quota.Function,
 }
 
 // ByName returns the function with the given name.

@@ -16,6 +16,16 @@ import (
 // samples_<function>.go beside this file.
 var samples = []func(ctx context.Context, c client.Client) error{
 	bastionSamples,
+	secretbindingSamples,
+	credentialsbindingSamples,
+	shootSamples,
+	cloudprofileSamples,
+	namespacedcloudprofileSamples,
+	controllerdeploymentSamples,
+	exposureclassSamples,
+	quotaSamples,
+	projectSamples,
+	projectStaleSamples,
 }
 
 // createSamples creates every function's samples.

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The samples of the reference protection functions (cloudprofile, namespacedcloudprofile,
+// controllerdeployment, exposureclass, quota) each show three protected objects: one in use,
+// one being deleted while still in use (it stays, and a ResourceReferenced Event says why),
+// and one being deleted that nothing uses (the first sweep releases it).
+
+// protectionSample is one object of a protection sample.
+type protectionSample struct {
+	obj client.Object
+	// withStatus writes the status once after the create: gardener-apiserver serves every
+	// object with one, a stand-in CRD only once it is written, and the functions' status
+	// patches address fields inside it.
+	withStatus bool
+	// deleted deletes it after the create; it carries the protection's finalizer already, as
+	// if the function had protected it before the deletion.
+	deleted bool
+}
+
+// createProtectionSamples creates the samples in order; those that exist already are left as
+// they are.
+func createProtectionSamples(ctx context.Context, c client.Client, samples ...protectionSample) error {
+	for _, s := range samples {
+		if err := c.Create(ctx, s.obj); err != nil {
+			if err := client.IgnoreAlreadyExists(err); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.withStatus {
+			if err := c.Status().Update(ctx, s.obj); err != nil {
+				return err
+			}
+		}
+		if s.deleted {
+			if err := client.IgnoreNotFound(c.Delete(ctx, s.obj)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package project_test
+
+import (
+	"testing"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+)
+
+func lastActivity(t *testing.T, p *gardencorev1beta1.Project) *time.Time {
+	t.Helper()
+	got := current(t, p)
+	require.NotNil(t, got)
+	return timeOf(got.Status.LastActivityTimestamp)
+}
+
+func TestActivity(t *testing.T) {
+	// The function runs as its own ServiceAccount with the RBAC it declares.
+	h := functiontest.New(t, env, project.Function, functiontest.WithConfig(&project.Config{Settings: gardenerDefaults}), functiontest.AsFunction())
+	p := newProject(t, nil)
+	ns := *p.Spec.Namespace
+	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: ns}}
+	create(t, shoot)
+	h.Send("update", shoot) // warm up discovery, so that the counts below are the function's own
+
+	t.Run("a Shoot's create is activity", func(t *testing.T) {
+		h.Clock.Step(time.Hour)
+		h.ResetRequests()
+		h.Send("add", shoot)
+		got := lastActivity(t, p)
+		if assert.NotNil(t, got) {
+			assert.True(t, h.Clock.Now().Truncate(time.Second).Equal(*got), "lastActivityTimestamp %v, now %v", got, h.Clock.Now())
+		}
+		assert.Equal(t, 2, h.Requests("get"), "the namespace (to find the Project) and the Project")
+		assert.Equal(t, 1, h.Requests("patch"), "the Project's status")
+	})
+	t.Run("a Shoot's deletion is activity", func(t *testing.T) {
+		h.Clock.Step(time.Hour)
+		h.Send("delete", shoot)
+		assert.True(t, h.Clock.Now().Truncate(time.Second).Equal(*lastActivity(t, p)))
+	})
+	t.Run("a status update of a Shoot whose spec gardenlet observed is none, and costs nothing", func(t *testing.T) {
+		before := lastActivity(t, p)
+		observed := shoot.DeepCopy()
+		observed.Status.ObservedGeneration = observed.Generation
+		h.Clock.Step(time.Hour)
+		h.ResetRequests()
+		h.Send("update", observed)
+		assert.Equal(t, before, lastActivity(t, p))
+		assert.Zero(t, h.Requests(""))
+	})
+	t.Run("a change of a Secret a binding references is activity", func(t *testing.T) {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "credentials", Namespace: ns, Labels: map[string]string{v1beta1constants.LabelSecretBindingReference: "true"}}}
+		create(t, secret)
+		h.Clock.Step(time.Hour)
+		h.Send("update", secret)
+		assert.True(t, h.Clock.Now().Truncate(time.Second).Equal(*lastActivity(t, p)))
+	})
+	t.Run("a Secret no binding references is none, and costs nothing", func(t *testing.T) {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}}
+		create(t, secret)
+		before := lastActivity(t, p)
+		h.Clock.Step(time.Hour)
+		h.ResetRequests()
+		h.Send("add", secret)
+		assert.Equal(t, before, lastActivity(t, p))
+		assert.Zero(t, h.Requests(""))
+	})
+	t.Run("a Shoot in a namespace of no Project costs one GET", func(t *testing.T) {
+		elsewhere := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: otherNamespace(t)}}
+		create(t, elsewhere)
+		h.ResetRequests()
+		h.Send("add", elsewhere)
+		assert.Equal(t, 1, h.Requests(""))
+	})
+}

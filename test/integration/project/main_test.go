@@ -1,0 +1,32 @@
+// Package project_test serves the project function's reconcilers in-process (functiontest)
+// against one real kube-apiserver and etcd, and sends them the CloudEvents their sources would.
+// The files of this package share env: main_test.go starts it, project_test.go covers the Main
+// reconciler, stale_test.go and activity_test.go the Stale and Activity reconcilers.
+package project_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+)
+
+// env is the package's one control plane.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	// A garden's kube-apiserver may enforce that whoever makes an object block its owner's
+	// deletion may update the owner's finalizers: the Main reconciler's namespaces and
+	// ResourceQuotas do, so the tests run with that check on.
+	if env, err = testenv.StartWith(testenv.Options{APIServerArgs: map[string]string{
+		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement",
+	}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}

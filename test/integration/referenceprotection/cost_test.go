@@ -1,0 +1,95 @@
+package referenceprotection_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/referenceprotection"
+)
+
+// The resync sweep answers "is it referenced?" from its snapshot: it costs one LIST per kind
+// (per page of 500) and no GET, whether there are 3 or 30 protected objects with as many
+// referrers. The counts are of requests, not time.
+func TestSweepCostDoesNotGrowWithObjects(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := serve(t, tc.fn)
+			ns := namespace(t)
+			sweep, ok := tc.fn.Sweep(referenceprotection.ResyncSweep)
+			require.True(t, ok)
+			kinds := 1 + len(sweep.Related)
+
+			var lists []int
+			created := 0
+			for _, n := range []int{3, 30} {
+				for ; created < n; created++ {
+					p := tc.protected(ns)
+					create(t, p)
+					create(t, tc.referrer(ns, p))
+				}
+				h.ResetRequests()
+				h.Sweep(referenceprotection.ResyncSweep)
+				assert.Zero(t, h.Requests("get"), "n=%d: no GET per object", n)
+				lists = append(lists, h.Requests("list"))
+			}
+			assert.Equal(t, []int{kinds, kinds}, lists, "one LIST per kind, for 3 objects as for 30")
+		})
+	}
+}
+
+// What an event costs that changes nothing, in API requests.
+func TestNoOpEventCost(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := serve(t, tc.fn)
+			ns := namespace(t)
+			p := tc.protect(t, h, ns)
+			r := tc.referrer(ns, p)
+			create(t, r)
+			h.Send("add", r) // a new referrer: nothing to release
+			p = reread(t, p)
+
+			h.ResetRequests()
+			h.Send("update", p)
+			protectedEvent := h.Requests("")
+
+			h.ResetRequests()
+			require.NoError(t, env.Client.Delete(t.Context(), r))
+			h.Send("delete", r)
+			referrerDeleted := h.Requests("")
+			assert.Zero(t, h.Requests("patch"))
+
+			// The CloudProfile's event also reaches its versions reconciler: one GET, no write.
+			// The NamespacedCloudProfile without a parent is read with its (missing) parent.
+			wantProtected := map[string]int{"cloudprofile": 1, "namespacedcloudprofile": 2}[tc.fn.Name]
+			assert.Equal(t, wantProtected, protectedEvent, "the protected object's own event")
+			assert.Equal(t, 1, referrerDeleted, "a referrer deleted while the protected object stays: one metadata GET")
+		})
+	}
+}
+
+// What deciding a blocked deletion costs on an event: the protected object's metadata, one LIST
+// per referrer kind (live, as no field selector serves these references), and the Event where
+// Gardener records one; no write.
+func TestBlockedDeletionEventCost(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := serve(t, tc.fn)
+			p, _ := tc.referencedWhileDeleted(t, h, namespace(t))
+			sweep, _ := tc.fn.Sweep(referenceprotection.ResyncSweep)
+
+			h.ResetRequests()
+			h.Send("update", p)
+			assert.Equal(t, 1, h.Requests("get"))
+			assert.Equal(t, len(sweep.Related), h.Requests("list"))
+			assert.Zero(t, h.Requests("patch"))
+			wantEvents := 0
+			if tc.event {
+				wantEvents = 1
+			}
+			assert.Equal(t, wantEvents, h.Requests("create"))
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -167,4 +168,17 @@ func (e *Env) CountingClient(impersonate ...string) (client.Client, *kube.Reques
 	counter.Instrument(cfg)
 	c, err := kube.NewClient(cfg, scheme.Gardener)
 	return c, counter, err
+}
+
+// Main is a test package's TestMain: it starts one control plane (with the Gardener CRDs and
+// extraCRDs) into *env for all the package's tests, runs them, stops it and exits.
+func Main(m *testing.M, env **Env, extraCRDs ...*apiextensionsv1.CustomResourceDefinition) {
+	var err error
+	if *env, err = Start(extraCRDs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = (*env).Stop()
+	os.Exit(code)
 }

@@ -217,3 +217,21 @@ func ToUnstructured(t testing.TB, obj client.Object) *unstructured.Unstructured 
 	u.SetGroupVersionKind(gvk)
 	return u
 }
+
+// Measure returns the function's API requests by verb (only verbs with requests) made while do
+// ran.
+func (h *Harness) Measure(do func()) map[string]int {
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	before := map[string]int{}
+	for _, v := range verbs {
+		before[v] = h.Requests(v)
+	}
+	do()
+	counts := map[string]int{}
+	for _, v := range verbs {
+		if n := h.Requests(v) - before[v]; n > 0 {
+			counts[v] = n
+		}
+	}
+	return counts
+}

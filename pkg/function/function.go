@@ -316,13 +316,17 @@ func (f *Function) Validate() error {
 		} else if r.For.GroupKind() != s.Primary.Kind.GroupKind() {
 			errs = append(errs, fmt.Errorf("%s: primary kind %s is not reconciler %q's kind %s", what, s.Primary.Kind.Kind, r.Name, r.For.Kind))
 		}
-		listed := map[schema.GroupVersionKind]bool{}
-		for _, l := range append([]List{s.Primary}, s.Related...) {
-			errs = append(errs, validateKind(what, l.Kind), validateCluster(what, l.Cluster))
-			if listed[l.Kind.GroupVersionKind] {
+		// The primary kind may also be related: then the sweep holds all of it for reads that
+		// need the other objects of the kind (e.g. "does another binding still need this?").
+		related := map[schema.GroupVersionKind]bool{}
+		for _, l := range s.Related {
+			if related[l.Kind.GroupVersionKind] {
 				errs = append(errs, fmt.Errorf("%s: lists %s twice", what, l.Kind.Kind))
 			}
-			listed[l.Kind.GroupVersionKind] = true
+			related[l.Kind.GroupVersionKind] = true
+		}
+		for _, l := range append([]List{s.Primary}, s.Related...) {
+			errs = append(errs, validateKind(what, l.Kind), validateCluster(what, l.Cluster))
 			if l.LabelSelector != "" {
 				if _, err := metav1.ParseToLabelSelector(l.LabelSelector); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s label selector: %w", what, l.Kind.Kind, err))

@@ -79,11 +79,16 @@ type fetched struct {
 
 var _ client.Reader = &snapshot{}
 
+// lookup returns what the sweep holds of a kind: the related list when the kind is related
+// (complete, even when it is also the primary kind), else the primary page being reconciled.
 func (s *snapshot) lookup(gk schema.GroupKind) *listed {
+	if l, ok := s.related[gk]; ok {
+		return l
+	}
 	if s.primary != nil && s.primary.list.Kind.GroupKind() == gk {
 		return s.primary
 	}
-	return s.related[gk]
+	return nil
 }
 
 func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

@@ -184,5 +184,5 @@ func TestCredentialsBindingRequestCost(t *testing.T) {
 		"a new binding: GET binding, WorkloadIdentity and Quota metadata, PATCH each")
 	assert.Empty(t, measure(f.Harness, func() { f.Send("update", fresh(t, cb)) }), "an update of a protected binding: filtered")
 	counts := measure(f.Harness, func() { f.Sweep("resync") })
-	assert.Equal(t, map[string]int{"list": 6}, counts, "Shoots, Quotas, Secrets, InternalSecrets, WorkloadIdentities and one page of bindings")
+	assert.Equal(t, map[string]int{"list": 7}, counts, "Shoots, Quotas, Secrets, InternalSecrets, WorkloadIdentities, and one page of bindings held and one streamed")
 }

@@ -21,6 +21,9 @@ func NewFunction(k Kind) *function.Function {
 	related := []function.List{
 		// Full: which binding a Shoot uses is in its spec. Read only for bindings being deleted.
 		{Kind: kinds.Shoot},
+		// The bindings themselves, all of them: releasing one asks whether another binding still
+		// needs its credentials and Quotas.
+		{Kind: k.Binding},
 		{Kind: kinds.Quota, MetadataOnly: true, LabelSelector: k.ReferenceLabel},
 	}
 	for _, ck := range k.Credentials {
@@ -52,7 +55,8 @@ func NewFunction(k Kind) *function.Function {
 }
 
 // rbac: read and patch the bindings (their finalizer), the credentials and Quotas (finalizers
-// and labels); list Shoots; record Events. Nothing is ever created, updated whole or deleted.
+// and labels); list Shoots; record Events. Besides Events, nothing is created, updated whole
+// or deleted.
 func (k Kind) rbac() []rbacv1.PolicyRule {
 	readPatch := []string{"get", "list", "patch"}
 	rules := []rbacv1.PolicyRule{

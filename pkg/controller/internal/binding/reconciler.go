@@ -27,8 +27,7 @@ const peerPageSize = 500
 type Reconciler struct {
 	Kind   Kind
 	Writer function.Writer
-	// Live reads the API server where a sweep's snapshot cannot answer: the other bindings of
-	// the kind (the sweep's primary kind, which it streams page by page) and referenced objects
+	// Live reads the API server where a sweep's snapshot cannot answer: referenced objects
 	// that lack the reference label (the sweep lists only labelled ones).
 	Live   client.Reader
 	Events function.EventRecorder
@@ -107,7 +106,7 @@ func (r *Reconciler) release(ctx context.Context, req function.Request, obj clie
 		return nil
 	}
 
-	peers, err := kube.ListAll(ctx, r.Live, r.Kind.NewList(), peerPageSize)
+	peers, err := kube.ListAll(ctx, req.Reader, r.Kind.NewList(), peerPageSize)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", r.Kind.Binding.Resource, err)
 	}

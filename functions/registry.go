@@ -11,6 +11,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/credentialsbinding"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/exposureclass"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/namespacedcloudprofile"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/quota"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/secretbinding"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
@@ -28,6 +29,7 @@ var All = []*function.Function{
 	controllerdeployment.Function,
 	exposureclass.Function,
 	quota.Function,
+	project.Function,
 }
 
 // ByName returns the function with the given name.

@@ -3,11 +3,16 @@ package project
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/gardener-knative/gardener-knative/pkg/controller/project/activity"
+	projectmain "github.com/gardener-knative/gardener-knative/pkg/controller/project/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project/stale"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
@@ -77,4 +82,44 @@ controllers:
 		_, err := loadConfig(t)
 		assert.Error(t, err)
 	})
+}
+
+// grants expands rules into "group/resource/verb" (resourceName, if any) triples.
+func grants(rules []rbacv1.PolicyRule) sets.Set[string] {
+	all := sets.New[string]()
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					all.Insert(g + "/" + res + "/" + v + "/" + strings.Join(r.ResourceNames, ","))
+				}
+			}
+		}
+		for _, url := range r.NonResourceURLs {
+			for _, v := range r.Verbs {
+				all.Insert(url + "/" + v)
+			}
+		}
+	}
+	return all
+}
+
+func TestRBACIsTheReconcilersJoined(t *testing.T) {
+	parts := [][]rbacv1.PolicyRule{projectmain.RBAC, stale.RBAC, activity.RBAC}
+	var union []rbacv1.PolicyRule
+	for _, p := range parts {
+		union = append(union, p...)
+	}
+	assert.Equal(t, sets.List(grants(union)), sets.List(grants(Function.RBAC)))
+
+	narrowed := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"one"}, Verbs: []string{"get"}}
+	joined := rules([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"", "core.gardener.cloud"}, Resources: []string{"namespaces", "shoots"}, Verbs: []string{"list", "get"}},
+	}, []rbacv1.PolicyRule{narrowed})
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "shoots"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"namespaces", "shoots"}, Verbs: []string{"get", "list"}},
+		narrowed,
+	}, joined)
 }

@@ -115,10 +115,6 @@ func requireReady(t *testing.T, p *gardencorev1beta1.Project) {
 	require.Contains(t, p.Finalizers, "gardener")
 }
 
-func TestDeclarationIsValid(t *testing.T) {
-	require.NoError(t, projectfn.Function.Validate())
-}
-
 func TestCreatesGeneratedNamespace(t *testing.T) {
 	h := newMain(t)
 	p := createProject(t, "generated", nil)

@@ -45,7 +45,15 @@ func TestNoOpEventCost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := serve(t, tc.fn)
 			ns := namespace(t)
+			tc.protect(t, h, ns) // warms the client's REST mappings up
+			h.ResetRequests()
 			p := tc.protect(t, h, ns)
+			// The CloudProfile's event also reaches its versions reconciler: one GET (no versions,
+			// no write). The NamespacedCloudProfile's reaches its status reconciler, which reads it
+			// and its parent (missing here).
+			statusReads := map[string]int{"cloudprofile": 1, "namespacedcloudprofile": 2}[tc.fn.Name]
+			assert.Equal(t, 1+statusReads, h.Requests("get"), "a new protected object")
+			assert.Equal(t, 1, h.Requests("patch"), "a new protected object: the finalizer")
 			r := tc.referrer(ns, p)
 			create(t, r)
 			h.Send("add", r) // a new referrer: nothing to release
@@ -61,10 +69,7 @@ func TestNoOpEventCost(t *testing.T) {
 			referrerDeleted := h.Requests("")
 			assert.Zero(t, h.Requests("patch"))
 
-			// The CloudProfile's event also reaches its versions reconciler: one GET, no write.
-			// The NamespacedCloudProfile without a parent is read with its (missing) parent.
-			wantProtected := map[string]int{"cloudprofile": 1, "namespacedcloudprofile": 2}[tc.fn.Name]
-			assert.Equal(t, wantProtected, protectedEvent, "the protected object's own event")
+			assert.Equal(t, statusReads, protectedEvent, "the protected object's own event: filtered by the protection")
 			assert.Equal(t, 1, referrerDeleted, "a referrer deleted while the protected object stays: one metadata GET")
 		})
 	}
@@ -72,12 +77,12 @@ func TestNoOpEventCost(t *testing.T) {
 
 // What deciding a blocked deletion costs on an event: the protected object's metadata, one LIST
 // per referrer kind (live, as no field selector serves these references), and the Event where
-// Gardener records one; no write.
+// Gardener records one; no write. Its release costs the same with a PATCH instead of the Event.
 func TestBlockedDeletionEventCost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := serve(t, tc.fn)
-			p, _ := tc.referencedWhileDeleted(t, h, namespace(t))
+			p, r := tc.referencedWhileDeleted(t, h, namespace(t))
 			sweep, _ := tc.fn.Sweep(referenceprotection.ResyncSweep)
 
 			h.ResetRequests()
@@ -90,6 +95,15 @@ func TestBlockedDeletionEventCost(t *testing.T) {
 				wantEvents = 1
 			}
 			assert.Equal(t, wantEvents, h.Requests("create"))
+
+			require.NoError(t, env.Client.Delete(t.Context(), r))
+			h.ResetRequests()
+			h.Send("delete", r)
+			require.False(t, exists(t, p))
+			assert.Equal(t, 1, h.Requests("get"), "the release: the deleted referrer names its object, no read to map it")
+			assert.Equal(t, len(sweep.Related), h.Requests("list"))
+			assert.Equal(t, 1, h.Requests("patch"))
+			assert.Zero(t, h.Requests("create"))
 		})
 	}
 }

@@ -35,7 +35,10 @@ func TestNamespacedCloudProfileStatus(t *testing.T) {
 	createWithStatus(t, profile)
 
 	t.Run("the profile's add event merges its parent into the status", func(t *testing.T) {
+		h.ResetRequests()
 		h.Send("add", profile)
+		assert.Equal(t, 3, h.Requests("get"), "protection: the profile's metadata; status: the profile and its parent")
+		assert.Equal(t, 2, h.Requests("patch"), "the finalizer, the status")
 		got := reread(t, profile)
 		assert.Equal(t, got.Generation, got.Status.ObservedGeneration)
 		assert.Equal(t, "local", got.Status.CloudProfileSpec.Type)
@@ -56,8 +59,12 @@ func TestNamespacedCloudProfileStatus(t *testing.T) {
 		p := reread(t, parent)
 		p.Spec.Kubernetes.Versions = append(p.Spec.Kubernetes.Versions, gardencorev1beta1.ExpirableVersion{Version: "1.34.0"})
 		require.NoError(t, env.Client.Update(ctx, p))
+		h.ResetRequests()
 		h.Send("update", p)
 		assert.Len(t, reread(t, profile).Status.CloudProfileSpec.Kubernetes.Versions, 3)
+		assert.Equal(t, 1, h.Requests("list"), "all NamespacedCloudProfiles, filtered by parent")
+		assert.Equal(t, 2, h.Requests("get"), "the child and its parent")
+		assert.Equal(t, 1, h.Requests("patch"))
 	})
 
 	t.Run("a spec change whose event was dropped is repaired by the sweep", func(t *testing.T) {
@@ -82,7 +89,10 @@ func TestCloudProfileVersions(t *testing.T) {
 	profile.Spec.Kubernetes.Versions = []gardencorev1beta1.ExpirableVersion{{Version: "1.33.0"}, {Version: "1.32.0", ExpirationDate: &expires}}
 	createWithStatus(t, profile)
 
+	h.ResetRequests()
 	h.Send("add", profile)
+	assert.Equal(t, 2, h.Requests("get"), "protection (metadata) and versions")
+	assert.Equal(t, 2, h.Requests("patch"), "the finalizer, the status")
 	got := reread(t, profile)
 	require.NotNil(t, got.Status.Kubernetes)
 	assert.Equal(t, []gardencorev1beta1.ExpirableVersionStatus{

@@ -59,7 +59,7 @@ func NewResourceQuota(namespace string, project *gardencorev1beta1.Project, temp
 	return quota
 }
 
-// mergeStrings returns base with extra's entries over it; nil when both are empty.
+// mergeStrings returns base with extra's entries over it, base itself when extra is empty.
 func mergeStrings(base, extra map[string]string) map[string]string {
 	if len(extra) == 0 {
 		return base

@@ -121,10 +121,11 @@ func (r *Reconciler) reconcile(ctx context.Context, reader client.Reader, log *s
 // project's .spec.namespace can help, and the sweep looks again.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, reader client.Reader, log *slog.Logger, project *gardencorev1beta1.Project, name string) (bool, error) {
 	ns := namespaceMetadata()
-	if err := reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return false, err
-		}
+	exists, err := getIfExists(ctx, reader, name, ns)
+	if err != nil {
+		return false, err
+	}
+	if !exists {
 		log.Info("Creating Namespace for Project", "namespace", name)
 		return true, r.Writer.Create(ctx, NewNamespace(project, name))
 	}
@@ -173,17 +174,15 @@ func (r *Reconciler) reconcileRBAC(ctx context.Context, reader client.Reader, lo
 	for i := range rbac.ClusterRoles {
 		desired := &rbac.ClusterRoles[i]
 		current := findByName(extensionRoles.Items, desired.Name)
-		if current == nil {
+		exists := current != nil
+		if !exists {
 			current = &rbacv1.ClusterRole{}
-			if err := reader.Get(ctx, client.ObjectKey{Name: desired.Name}, current); err != nil {
-				if !apierrors.IsNotFound(err) {
-					errs = append(errs, err)
-					continue
-				}
-				current = nil
+			if exists, err = getIfExists(ctx, reader, desired.Name, current); err != nil {
+				errs = append(errs, err)
+				continue
 			}
 		}
-		if current == nil {
+		if !exists {
 			errs = append(errs, r.Writer.Create(ctx, desired.DeepCopy()))
 			continue
 		}
@@ -193,15 +192,15 @@ func (r *Reconciler) reconcileRBAC(ctx context.Context, reader client.Reader, lo
 	for i := range rbac.ClusterRoleBindings {
 		desired := &rbac.ClusterRoleBindings[i]
 		current := &rbacv1.ClusterRoleBinding{}
-		if err := reader.Get(ctx, client.ObjectKey{Name: desired.Name}, current); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-				continue
-			}
+		exists, err := getIfExists(ctx, reader, desired.Name, current)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case !exists:
 			errs = append(errs, r.Writer.Create(ctx, desired.DeepCopy()))
-			continue
+		default:
+			errs = append(errs, r.convergeBinding(ctx, log, current, desired, current.RoleRef == desired.RoleRef, func() { ApplyClusterRoleBinding(current, desired) }))
 		}
-		errs = append(errs, r.convergeBinding(ctx, log, current, desired, current.RoleRef == desired.RoleRef, func() { ApplyClusterRoleBinding(current, desired) }))
 	}
 	for i := range rbac.RoleBindings {
 		desired := &rbac.RoleBindings[i]
@@ -289,14 +288,12 @@ func (r *Reconciler) delete(ctx context.Context, reader client.Reader, log *slog
 // it is to be kept; released means the finalizer may go now.
 func (r *Reconciler) releaseNamespace(ctx context.Context, reader client.Reader, log *slog.Logger, project *gardencorev1beta1.Project, name string) (released bool, err error) {
 	ns := namespaceMetadata()
-	if err := reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		ns = nil
+	exists, err := getIfExists(ctx, reader, name, ns)
+	if err != nil {
+		return false, err
 	}
 	var meta *metav1.ObjectMeta
-	if ns != nil {
+	if exists {
 		meta = &ns.ObjectMeta
 	}
 	switch ReleaseOf(project, meta) {
@@ -344,6 +341,17 @@ func (r *Reconciler) setPhase(ctx context.Context, project *gardencorev1beta1.Pr
 		project.Status.Phase = phase
 		project.Status.ObservedGeneration = project.Generation
 	})
+}
+
+// getIfExists reads the cluster-scoped object name into obj; false when there is none.
+func getIfExists(ctx context.Context, reader client.Reader, name string, obj client.Object) (bool, error) {
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 func isRace(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }

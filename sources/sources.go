@@ -52,6 +52,10 @@ const (
 // and of its ClusterRole.
 func APIServerSourceName(c function.Cluster) string { return string(c) + "-cluster" }
 
+// ReferenceSourceName is the name of a cluster's ApiServerSource for its confidential kinds
+// (Reference mode), of its ServiceAccount and of its ClusterRole.
+func ReferenceSourceName(c function.Cluster) string { return string(c) + "-cluster-references" }
+
 // PingSourceName is the name of the PingSource of one of a function's sweeps.
 func PingSourceName(fn, sweep string) string { return fn + "-" + sweep }
 
@@ -86,8 +90,8 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: BrokerClass}
 	objs := []client.Object{broker}
 	for _, c := range []function.Cluster{function.Source, function.Target} {
-		kinds := watchedKinds(fns, c)
-		if len(kinds) == 0 {
+		watches := watchedResources(fns, c)
+		if len(watches) == 0 {
 			continue
 		}
 		if c == function.Target {
@@ -95,7 +99,20 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 			// be deployed there, which config/ does not do yet.
 			return nil, fmt.Errorf("functions watch the target cluster, for which no source is generated yet")
 		}
-		objs = append(objs, apiServerSource(c, kinds)...)
+		var content, references []watchedResource
+		for _, w := range watches {
+			if w.kind.Confidential {
+				references = append(references, w)
+			} else {
+				content = append(content, w)
+			}
+		}
+		if len(content) > 0 {
+			objs = append(objs, apiServerSource(APIServerSourceName(c), c, sourcesv1.ResourceMode, content)...)
+		}
+		if len(references) > 0 {
+			objs = append(objs, apiServerSource(ReferenceSourceName(c), c, sourcesv1.ReferenceMode, references)...)
+		}
 	}
 	for _, fn := range fns {
 		trigger := triggerOf(fn)
@@ -127,32 +144,69 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 	return objs, nil
 }
 
-// watchedKinds is the union of the kinds the functions watch on cluster c, sorted.
-func watchedKinds(fns []*function.Function, c function.Cluster) []function.Kind {
-	seen := map[schema.GroupVersionKind]function.Kind{}
-	for _, fn := range fns {
-		for _, k := range fn.WatchedKinds(c) {
-			seen[k.GroupVersionKind] = k
-		}
-	}
-	kinds := make([]function.Kind, 0, len(seen))
-	for _, k := range seen {
-		kinds = append(kinds, k)
-	}
-	sort.Slice(kinds, func(i, j int) bool {
-		if kinds[i].Group != kinds[j].Group {
-			return kinds[i].Group < kinds[j].Group
-		}
-		return kinds[i].Kind < kinds[j].Kind
-	})
-	return kinds
+// watchedResource is one resource entry of a source: a kind, and the label selector that
+// narrows its watch ("" for none).
+type watchedResource struct {
+	kind          function.Kind
+	labelSelector string
 }
 
-func apiServerSource(c function.Cluster, kinds []function.Kind) []client.Object {
-	name := APIServerSourceName(c)
+// watchedResources is the union of what the functions watch on cluster c, sorted: each kind
+// once unfiltered when any watch of it has no selector, else once per distinct selector.
+func watchedResources(fns []*function.Function, c function.Cluster) []watchedResource {
+	kinds := map[schema.GroupVersionKind]function.Kind{}
+	selectors := map[schema.GroupVersionKind]map[string]bool{}
+	for _, fn := range fns {
+		for _, w := range fn.Watches {
+			if clusterOf(w) != c {
+				continue
+			}
+			gvk := w.Kind.GroupVersionKind
+			kinds[gvk] = w.Kind
+			if selectors[gvk] == nil {
+				selectors[gvk] = map[string]bool{}
+			}
+			selectors[gvk][w.LabelSelector] = true
+		}
+	}
+	var out []watchedResource
+	for gvk, k := range kinds {
+		if selectors[gvk][""] {
+			out = append(out, watchedResource{kind: k})
+			continue
+		}
+		for sel := range selectors[gvk] {
+			out = append(out, watchedResource{kind: k, labelSelector: sel})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.kind.Group != b.kind.Group {
+			return a.kind.Group < b.kind.Group
+		}
+		if a.kind.Kind != b.kind.Kind {
+			return a.kind.Kind < b.kind.Kind
+		}
+		return a.labelSelector < b.labelSelector
+	})
+	return out
+}
+
+func clusterOf(w function.Watch) function.Cluster {
+	if w.Cluster == "" {
+		return function.Source
+	}
+	return w.Cluster
+}
+
+func apiServerSource(name string, c function.Cluster, mode string, watches []watchedResource) []client.Object {
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: objectMeta("eventing", name),
+	}
+	kinds := make([]function.Kind, 0, len(watches))
+	for _, w := range watches {
+		kinds = append(kinds, w.kind)
 	}
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
@@ -173,16 +227,21 @@ func apiServerSource(c function.Cluster, kinds []function.Kind) []client.Object 
 				Sink:                brokerSink(),
 				CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{function.ClusterExtension: string(c)}},
 			},
-			// Resource mode: the event carries the object, so predicates decide without a read.
-			EventMode:          sourcesv1.ResourceMode,
+			// Resource mode, so that predicates decide on the event alone; Reference mode for
+			// confidential kinds, whose content must not travel through the Broker.
+			EventMode:          mode,
 			ServiceAccountName: sa.Name,
 			// An empty selector selects every namespace; without one the source would only
 			// watch its own namespace.
 			NamespaceSelector: &metav1.LabelSelector{},
 		},
 	}
-	for _, k := range kinds {
-		source.Spec.Resources = append(source.Spec.Resources, sourcesv1.APIVersionKindSelector{APIVersion: k.GroupVersion().String(), Kind: k.Kind})
+	for _, w := range watches {
+		r := sourcesv1.APIVersionKindSelector{APIVersion: w.kind.GroupVersion().String(), Kind: w.kind.Kind}
+		if w.labelSelector != "" {
+			r.LabelSelector, _ = metav1.ParseToLabelSelector(w.labelSelector) // validated with the declaration
+		}
+		source.Spec.Resources = append(source.Spec.Resources, r)
 	}
 	return []client.Object{sa, role, binding, source}
 }

@@ -58,24 +58,34 @@ func TestOneSourcePerClusterOneTriggerPerFunction(t *testing.T) {
 
 	require.Len(t, byKind[*eventingv1.Broker](objs), 1)
 	apiSources := byKind[*sourcesv1.ApiServerSource](objs)
-	require.Len(t, apiSources, 1)
-	src := apiSources[0]
-	assert.Equal(t, sourcesv1.ResourceMode, src.Spec.EventMode)
-	var watched []string
-	for _, r := range src.Spec.Resources {
-		watched = append(watched, r.APIVersion+"/"+r.Kind)
+	require.Len(t, apiSources, 2, "one for content, one for the confidential kinds' references")
+	watched := func(src *sourcesv1.ApiServerSource) []string {
+		var out []string
+		for _, r := range src.Spec.Resources {
+			out = append(out, r.APIVersion+"/"+r.Kind)
+		}
+		return out
 	}
-	assert.Equal(t, []string{"v1/Secret", "core.gardener.cloud/v1beta1/Shoot", "operations.gardener.cloud/v1alpha1/Bastion"}, watched, "the union, each kind once")
-	assert.Equal(t, "Broker", src.Spec.Sink.Ref.Kind)
+	content, references := apiSources[0], apiSources[1]
+	assert.Equal(t, "source-cluster", content.Name)
+	assert.Equal(t, sourcesv1.ResourceMode, content.Spec.EventMode)
+	assert.Equal(t, []string{"core.gardener.cloud/v1beta1/Shoot", "operations.gardener.cloud/v1alpha1/Bastion"}, watched(content), "the union, each kind once")
+	assert.Equal(t, "source-cluster-references", references.Name)
+	assert.Equal(t, sourcesv1.ReferenceMode, references.Spec.EventMode, "no Secret content travels through the Broker")
+	assert.Equal(t, []string{"v1/Secret"}, watched(references))
+	for _, src := range apiSources {
+		assert.Equal(t, "Broker", src.Spec.Sink.Ref.Kind)
+		assert.Equal(t, map[string]string{function.ClusterExtension: "source"}, src.Spec.CloudEventOverrides.Extensions)
+	}
 
 	roles := byKind[*rbacv1.ClusterRole](objs)
-	require.Len(t, roles, 1)
+	require.Len(t, roles, 2)
 	assert.ElementsMatch(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"operations.gardener.cloud"}, Resources: []string{"bastions"}, Verbs: []string{"get", "list", "watch"}},
 	}, roles[0].Rules)
-	require.Len(t, byKind[*corev1.ServiceAccount](objs), 1)
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}}, roles[1].Rules)
+	require.Len(t, byKind[*corev1.ServiceAccount](objs), 2)
 
 	triggers := byKind[*eventingv1.Trigger](objs)
 	require.Len(t, triggers, 2)
@@ -145,14 +155,17 @@ func TestRegistry(t *testing.T) {
 	objs, err := sources.Objects(functions.All)
 	require.NoError(t, err)
 	apiSources := byKind[*sourcesv1.ApiServerSource](objs)
-	assert.Len(t, apiSources, 1, "one adapter for the garden, however many functions")
+	assert.LessOrEqual(t, len(apiSources), 2, "at most two adapters for the garden (content, and confidential references), however many functions")
 	assert.Len(t, byKind[*eventingv1.Trigger](objs), len(functions.All))
 	// What one ApiServerSource per function, as before, would cost: an adapter each and a watch
 	// per function and kind. The figures go into docs/deployment.md.
-	perFunctionWatches := 0
+	perFunctionWatches, watches := 0, 0
 	for _, fn := range functions.All {
 		perFunctionWatches += len(fn.WatchedKinds(function.Source))
 	}
-	t.Logf("%d functions: 1 adapter and %d watch streams (one per kind); one source per function would be %d adapters and %d watch streams",
-		len(functions.All), len(apiSources[0].Spec.Resources), len(functions.All), perFunctionWatches)
+	for _, src := range apiSources {
+		watches += len(src.Spec.Resources)
+	}
+	t.Logf("%d functions: %d adapters and %d watch streams; one source per function would be %d adapters and %d watch streams",
+		len(functions.All), len(apiSources), watches, len(functions.All), perFunctionWatches)
 }

@@ -71,8 +71,10 @@ func (r *eventRecorder) Event(ctx context.Context, obj client.Object, eventType,
 	}
 	event := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			// client-go's recorder names events "<object>.<unix nanos in hex>"
-			Name:      fmt.Sprintf("%v.%x", obj.GetName(), now.UnixNano()),
+			// client-go's recorder names events "<object>.<unix nanos in hex>". The name takes
+			// the wall clock, not the injected one: a fake clock that stands still would give
+			// two Events the same name.
+			Name:      fmt.Sprintf("%v.%x", obj.GetName(), time.Now().UnixNano()),
 			Namespace: namespace,
 		},
 		InvolvedObject:      ref,

@@ -49,6 +49,10 @@ type Kind struct {
 	schema.GroupVersionKind
 	Resource   string
 	Namespaced bool
+	// Confidential kinds (Secrets) are watched in Reference mode: their events name the object
+	// and carry no content, so that no secret data travels through the Broker. Their watches'
+	// predicates see no object (Event.Object is nil).
+	Confidential bool
 }
 
 // NewKind declares a namespaced kind; its resource is the lower-case plural of the kind, as
@@ -60,6 +64,12 @@ func NewKind(gv schema.GroupVersion, kind, resource string) Kind {
 // NewClusterKind declares a cluster-scoped kind.
 func NewClusterKind(gv schema.GroupVersion, kind, resource string) Kind {
 	return Kind{GroupVersionKind: gv.WithKind(kind), Resource: resource}
+}
+
+// AsConfidential returns k marked Confidential.
+func (k Kind) AsConfidential() Kind {
+	k.Confidential = true
+	return k
 }
 
 // GroupResource is the kind's group and resource.
@@ -99,6 +109,11 @@ type Watch struct {
 	Reconciler string
 	Predicate  Predicate
 	Map        Mapper
+	// LabelSelector narrows the source's watch of the kind on the API server: objects whose
+	// labels do not match cause no event at all. The shared source watches a kind once per
+	// distinct selector of all functions (once, unfiltered, when any watch has none), so the
+	// predicate must still decide what is relevant.
+	LabelSelector string
 }
 
 // Reconciler is one of the function's reconcilers (Gardener's controllers host several).
@@ -296,6 +311,11 @@ func (f *Function) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: a watch of another kind than the reconciler's needs a mapper", what))
 		}
 		errs = append(errs, validateKind(what, w.Kind), validateCluster(what, w.Cluster))
+		if w.LabelSelector != "" {
+			if _, err := metav1.ParseToLabelSelector(w.LabelSelector); err != nil {
+				errs = append(errs, fmt.Errorf("%s: label selector: %w", what, err))
+			}
+		}
 	}
 	sweeps := map[string]bool{}
 	for _, s := range f.Sweeps {

@@ -16,6 +16,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -213,11 +214,19 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	defer cancel()
 	watched := false
 	var transient, terminal []error
+	reconciled := map[string]map[Key]bool{}
 	for _, w := range s.fn.Watches {
 		if w.Kind.GroupKind() != ev.Kind.GroupKind() || clusterOrSource(w.Cluster) != ev.Cluster {
 			continue
 		}
 		watched = true
+		if w.LabelSelector != "" && ev.Object != nil {
+			// A broader watch of the kind (another function's) may have sent it.
+			if sel, err := labels.Parse(w.LabelSelector); err == nil && !sel.Matches(labels.Set(ev.Object.GetLabels())) {
+				s.metrics.filtered.WithLabelValues(w.Reconciler, ev.Kind.Kind).Inc()
+				continue
+			}
+		}
 		if w.Predicate != nil {
 			pass, err := safely(func() (bool, error) { return w.Predicate(ev), nil })
 			if err != nil {
@@ -242,6 +251,14 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 		}
 		r, _ := s.fn.Reconciler(w.Reconciler)
 		for _, key := range keys {
+			// Several watches of one kind (e.g. one per label selector) may map to the same key.
+			if reconciled[w.Reconciler][key] {
+				continue
+			}
+			if reconciled[w.Reconciler] == nil {
+				reconciled[w.Reconciler] = map[Key]bool{}
+			}
+			reconciled[w.Reconciler][key] = true
 			err := s.reconcile(ctx, r, Request{Key: key, Reader: s.live[clusterOrSource(r.Cluster)], Trigger: ByEvent})
 			switch {
 			case err == nil:

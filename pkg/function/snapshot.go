@@ -26,10 +26,12 @@ type listed struct {
 	// order keeps List answers in the server's order.
 	order   []Key
 	indexes map[string]map[string][]Key
+	// byNamespace answers List(InNamespace) without scanning every object.
+	byNamespace map[string][]Key
 }
 
 func newListed(l List, capacity int) *listed {
-	return &listed{list: l, objects: make(map[Key]client.Object, capacity), indexes: map[string]map[string][]Key{}}
+	return &listed{list: l, objects: make(map[Key]client.Object, capacity), indexes: map[string]map[string][]Key{}, byNamespace: map[string][]Key{}}
 }
 
 func (l *listed) add(obj client.Object) {
@@ -38,6 +40,7 @@ func (l *listed) add(obj client.Object) {
 	key := client.ObjectKeyFromObject(obj)
 	l.objects[key] = obj
 	l.order = append(l.order, key)
+	l.byNamespace[key.Namespace] = append(l.byNamespace[key.Namespace], key)
 	for field, index := range l.list.Indexes {
 		values := l.indexes[field]
 		if values == nil {
@@ -166,6 +169,9 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 	}
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	candidates := l.order
+	if o.Namespace != "" {
+		candidates = l.byNamespace[o.Namespace]
+	}
 	var fieldReqs []fields.Requirement
 	if o.FieldSelector != nil {
 		fieldReqs = o.FieldSelector.Requirements()

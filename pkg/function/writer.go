@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Writer is the only way a reconciler writes. Every write it offers is optimistic, so a write
@@ -40,19 +46,44 @@ func (w *optimisticWriter) Create(ctx context.Context, obj client.Object) error 
 }
 
 func (w *optimisticWriter) Patch(ctx context.Context, obj client.Object, mutate func()) (bool, error) {
-	patch, err := diff(obj, mutate)
-	if err != nil || patch == nil {
-		return false, err
-	}
-	return true, w.c.Patch(ctx, obj, patch)
+	return w.patch(ctx, obj, mutate, func(p client.Patch) error { return w.c.Patch(ctx, obj, p) })
 }
 
 func (w *optimisticWriter) PatchStatus(ctx context.Context, obj client.Object, mutate func()) (bool, error) {
-	patch, err := diff(obj, mutate)
-	if err != nil || patch == nil {
+	return w.patch(ctx, obj, mutate, func(p client.Patch) error { return w.c.Status().Patch(ctx, obj, p) })
+}
+
+func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate func(), send func(client.Patch) error) (bool, error) {
+	rv := obj.GetResourceVersion()
+	d, err := diff(obj, mutate)
+	if err != nil || d == nil {
 		return false, err
 	}
-	return true, w.c.Status().Patch(ctx, obj, patch)
+	err = send(d.patch(rv))
+	if !apierrors.IsInvalid(err) {
+		return true, err
+	}
+	// A typed object renders struct fields the server may not have (e.g. status: {} of a
+	// CRD-served object that never had one), and a JSON patch cannot add below a parent that is
+	// missing. Read the object as the server has it and add each missing parent whole: where
+	// the server has no parent, it has no unknown fields to lose.
+	raw := &unstructured.Unstructured{}
+	gvk, gvkErr := apiutil.GVKForObject(obj, w.c.Scheme())
+	if gvkErr != nil {
+		return true, err
+	}
+	raw.SetGroupVersionKind(gvk)
+	if getErr := w.c.Get(ctx, client.ObjectKeyFromObject(obj), raw); getErr != nil {
+		return true, getErr
+	}
+	if raw.GetResourceVersion() != rv {
+		return true, apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, obj.GetName(), fmt.Errorf("the object changed since it was read"))
+	}
+	fixed := d.addMissingParents(raw.Object)
+	if fixed == nil {
+		return true, err
+	}
+	return true, send(fixed.patch(rv))
 }
 
 func (w *optimisticWriter) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
@@ -63,10 +94,15 @@ func (w *optimisticWriter) Delete(ctx context.Context, obj client.Object, opts .
 	return w.c.Delete(ctx, obj, append([]client.DeleteOption{client.Preconditions{UID: &uid, ResourceVersion: &rv}}, opts...)...)
 }
 
-// diff applies mutate to obj and returns the JSON patch from before to after, led by a
-// replacement of metadata.resourceVersion with the version read: the API server then refuses
-// the patch with a Conflict if the object changed since. Nil when nothing changed.
-func diff(obj client.Object, mutate func()) (client.Patch, error) {
+// change is what a reconciler's mutation changed: JSON patch operations from the object before to
+// the object after, and the object after (for whole parents).
+type change struct {
+	ops   []jsonpatch.Operation
+	after map[string]any
+}
+
+// diff applies mutate to obj and returns what it changed; nil when nothing changed.
+func diff(obj client.Object, mutate func()) (*change, error) {
 	rv := obj.GetResourceVersion()
 	if rv == "" {
 		return nil, fmt.Errorf("patching %s: an optimistic patch needs the resourceVersion the decision was based on", client.ObjectKeyFromObject(obj))
@@ -92,10 +128,105 @@ func diff(obj client.Object, mutate func()) (client.Patch, error) {
 			return nil, fmt.Errorf("patching %s: a reconciler must not change the resourceVersion", client.ObjectKeyFromObject(obj))
 		}
 	}
-	ops = append([]jsonpatch.Operation{{Operation: "replace", Path: "/metadata/resourceVersion", Value: rv}}, ops...)
-	data, err := json.Marshal(ops)
-	if err != nil {
+	c := &change{ops: ops}
+	if err := json.Unmarshal(after, &c.after); err != nil {
 		return nil, err
 	}
-	return client.RawPatch(types.JSONPatchType, data), nil
+	return c, nil
+}
+
+// patch is the JSON patch of the change, led by a replacement of metadata.resourceVersion with
+// the version read: the API server then refuses it with a Conflict if the object changed since.
+func (c *change) patch(rv string) client.Patch {
+	ops := append([]jsonpatch.Operation{{Operation: "replace", Path: "/metadata/resourceVersion", Value: rv}}, c.ops...)
+	data, _ := json.Marshal(ops) // operations of decoded JSON always marshal
+	return client.RawPatch(types.JSONPatchType, data)
+}
+
+// addMissingParents rewrites the change for the object as the server has it (server): an
+// operation below a parent the server lacks becomes an add of that parent as it is after the
+// change; a removal of what the server lacks is dropped. Nil when nothing was missing.
+func (c *change) addMissingParents(server map[string]any) *change {
+	fixed := &change{after: c.after}
+	added := map[string]bool{}
+	rewritten := false
+	for _, op := range c.ops {
+		segments := pointerSegments(op.Path)
+		missing := firstMissing(server, segments[:len(segments)-1])
+		if missing < 0 {
+			fixed.ops = append(fixed.ops, op)
+			continue
+		}
+		rewritten = true
+		if op.Operation == "remove" {
+			continue
+		}
+		parent := "/" + joinPointer(segments[:missing+1])
+		if added[parent] {
+			continue
+		}
+		added[parent] = true
+		if value, ok := valueAt(c.after, segments[:missing+1]); ok {
+			fixed.ops = append(fixed.ops, jsonpatch.Operation{Operation: "add", Path: parent, Value: value})
+		}
+	}
+	if !rewritten {
+		return nil
+	}
+	return fixed
+}
+
+// firstMissing is the index of the first segment of path that doc lacks, or -1.
+func firstMissing(doc any, path []string) int {
+	for i, segment := range path {
+		next, ok := step(doc, segment)
+		if !ok {
+			return i
+		}
+		doc = next
+	}
+	return -1
+}
+
+func valueAt(doc any, path []string) (any, bool) {
+	for _, segment := range path {
+		next, ok := step(doc, segment)
+		if !ok {
+			return nil, false
+		}
+		doc = next
+	}
+	return doc, true
+}
+
+func step(doc any, segment string) (any, bool) {
+	switch d := doc.(type) {
+	case map[string]any:
+		v, ok := d[segment]
+		return v, ok
+	case []any:
+		i, err := strconv.Atoi(segment)
+		if err != nil || i < 0 || i >= len(d) {
+			return nil, false
+		}
+		return d[i], true
+	}
+	return nil, false
+}
+
+// pointerSegments splits a JSON pointer (RFC 6901) into its unescaped segments.
+func pointerSegments(pointer string) []string {
+	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return parts
+}
+
+func joinPointer(segments []string) string {
+	escaped := make([]string, len(segments))
+	for i, s := range segments {
+		escaped[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	}
+	return strings.Join(escaped, "/")
 }

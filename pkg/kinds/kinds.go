@@ -29,7 +29,7 @@ var (
 	ControllerInstallation = function.NewClusterKind(core, "ControllerInstallation", "controllerinstallations")
 	ExposureClass          = function.NewClusterKind(core, "ExposureClass", "exposureclasses")
 	Seed                   = function.NewClusterKind(core, "Seed", "seeds")
-	InternalSecret         = function.NewKind(core, "InternalSecret", "internalsecrets")
+	InternalSecret         = function.NewKind(core, "InternalSecret", "internalsecrets").AsConfidential()
 	Bastion                = function.NewKind(operationsv1alpha1.SchemeGroupVersion, "Bastion", "bastions")
 	CredentialsBinding     = function.NewKind(securityv1alpha1.SchemeGroupVersion, "CredentialsBinding", "credentialsbindings")
 	WorkloadIdentity       = function.NewKind(securityv1alpha1.SchemeGroupVersion, "WorkloadIdentity", "workloadidentities")
@@ -38,7 +38,7 @@ var (
 // Kubernetes' kinds.
 var (
 	Namespace          = function.NewClusterKind(corev1.SchemeGroupVersion, "Namespace", "namespaces")
-	Secret             = function.NewKind(corev1.SchemeGroupVersion, "Secret", "secrets")
+	Secret             = function.NewKind(corev1.SchemeGroupVersion, "Secret", "secrets").AsConfidential()
 	ConfigMap          = function.NewKind(corev1.SchemeGroupVersion, "ConfigMap", "configmaps")
 	ResourceQuota      = function.NewKind(corev1.SchemeGroupVersion, "ResourceQuota", "resourcequotas")
 	ClusterRole        = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRole", "clusterroles")

@@ -152,15 +152,26 @@ func (h *Harness) Post(event cloudevents.Event) (int, string) {
 }
 
 // Event builds the ApiServerSource event Knative's adapter sends about obj ("add", "update" or
-// "delete", Resource mode as the shared source runs), from the source cluster.
+// "delete"), from the source cluster: in Resource mode as the shared source runs, in Reference
+// mode for confidential kinds (Secrets), as their source runs.
 func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 	h.t.Helper()
 	u := ToUnstructured(h.t, obj)
+	reference := false
+	for _, w := range h.fn.Watches {
+		if w.Kind.GroupKind() == u.GroupVersionKind().GroupKind() && w.Kind.Confidential {
+			reference = true
+		}
+	}
 	make := map[string]func(string, string, interface{}, bool) (context.Context, cloudevents.Event, error){
 		"add": events.MakeAddEvent, "update": events.MakeUpdateEvent, "delete": events.MakeDeleteEvent,
 	}[verb]
 	require.NotNil(h.t, make, "verb %q is not add, update or delete", verb)
-	_, event, err := make(h.Env.Config.Host, sources.APIServerSourceName(function.Source), u, false)
+	source := sources.APIServerSourceName(function.Source)
+	if reference {
+		source = sources.ReferenceSourceName(function.Source)
+	}
+	_, event, err := make(h.Env.Config.Host, source, u, reference)
 	require.NoError(h.t, err)
 	event.SetID(fmt.Sprintf("%s-%d", obj.GetName(), time.Now().UnixNano()))
 	event.SetExtension(function.ClusterExtension, string(function.Source))

@@ -10,9 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 func lastActivity(t *testing.T, p *gardencorev1beta1.Project) *time.Time {
@@ -64,15 +68,33 @@ func TestActivity(t *testing.T) {
 		h.Send("update", secret)
 		assert.True(t, h.Clock.Now().Truncate(time.Second).Equal(*lastActivity(t, p)))
 	})
-	t.Run("a Secret no binding references is none, and costs nothing", func(t *testing.T) {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}}
-		create(t, secret)
-		before := lastActivity(t, p)
-		h.Clock.Step(time.Hour)
-		h.ResetRequests()
-		h.Send("add", secret)
-		assert.Equal(t, before, lastActivity(t, p))
-		assert.Zero(t, h.Requests(""))
+	t.Run("a Secret no binding references causes no event at all: the source's selectors exclude it", func(t *testing.T) {
+		objs, err := sources.Objects([]*function.Function{project.Function})
+		require.NoError(t, err)
+		unlabelled, referenced := labels.Set{}, labels.Set{v1beta1constants.LabelCredentialsBindingReference: "true"}
+		matched := map[string]int{}
+		for _, obj := range objs {
+			src, ok := obj.(*sourcesv1.ApiServerSource)
+			if !ok {
+				continue
+			}
+			for _, r := range src.Spec.Resources {
+				if r.Kind != "Secret" {
+					continue
+				}
+				assert.Equal(t, sourcesv1.ReferenceMode, src.Spec.EventMode, "Secrets are watched by reference only")
+				require.NotNil(t, r.LabelSelector, "Secrets are watched through label selectors")
+				sel, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
+				require.NoError(t, err)
+				if sel.Matches(unlabelled) {
+					matched["unlabelled"]++
+				}
+				if sel.Matches(referenced) {
+					matched["referenced"]++
+				}
+			}
+		}
+		assert.Equal(t, map[string]int{"referenced": 1}, matched)
 	})
 	t.Run("a Shoot in a namespace of no Project costs one GET", func(t *testing.T) {
 		elsewhere := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: otherNamespace(t)}}

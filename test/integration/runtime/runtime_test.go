@@ -233,3 +233,17 @@ func TestMissingRBACIsTerminal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, terminal, "counted as terminal")
 }
+
+// A CRD-served object that has never had a status (or any object missing a parent the typed
+// object renders as {}) can still be patched: the Writer adds the missing parent.
+func TestPatchAddsParentsTheServerLacks(t *testing.T) {
+	ctx := context.Background()
+	w := function.NewWriter(env.Client)
+	project := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: "no-status-" + namespace(t)}}
+	require.NoError(t, env.Client.Create(ctx, project))
+	changed, err := w.PatchStatus(ctx, project, func() { project.Status.Phase = gardencorev1beta1.ProjectReady })
+	require.NoError(t, err)
+	assert.True(t, changed)
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(project), project))
+	assert.Equal(t, gardencorev1beta1.ProjectReady, project.Status.Phase)
+}

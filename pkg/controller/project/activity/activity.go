@@ -30,13 +30,20 @@ var RBAC = []rbacv1.PolicyRule{
 
 // Watches feed the reconciler named reconciler with the events that count as activity.
 func Watches(reconciler string) []function.Watch {
-	return []function.Watch{
+	watches := []function.Watch{
 		{Kind: kinds.Shoot, Reconciler: reconciler, Predicate: CreatedDeletedOrSpecChanged, Map: MapToProject},
 		{Kind: kinds.BackupEntry, Reconciler: reconciler, Predicate: CreatedDeletedOrSpecChanged, Map: MapToProject},
 		{Kind: kinds.Quota, Reconciler: reconciler, Predicate: ReferencedByBinding, Map: MapToProject},
-		{Kind: kinds.Secret, Reconciler: reconciler, Predicate: ReferencedByBinding, Map: MapToProject},
-		{Kind: kinds.InternalSecret, Reconciler: reconciler, Predicate: ReferencedByBinding, Map: MapToProject},
 	}
+	// Secrets are confidential: their events carry only a reference, so the predicate cannot see
+	// the labels. The source's label selectors do its work on the server instead: only Secrets
+	// referenced by a binding cause events at all.
+	for _, k := range []function.Kind{kinds.Secret, kinds.InternalSecret} {
+		for _, label := range []string{v1beta1constants.LabelSecretBindingReference, v1beta1constants.LabelCredentialsBindingReference} {
+			watches = append(watches, function.Watch{Kind: k, Reconciler: reconciler, LabelSelector: label, Predicate: ReferencedByBinding, Map: MapToProject})
+		}
+	}
+	return watches
 }
 
 // CreatedDeletedOrSpecChanged is Gardener's predicate on Shoots and BackupEntries (creates,

@@ -3,10 +3,13 @@ package function
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
@@ -69,12 +72,17 @@ func (r *eventRecorder) Event(ctx context.Context, obj client.Object, eventType,
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault // where client-go's recorder puts events of cluster-scoped objects
 	}
+	// Like client-go's correlator, a repeated Event (same object, type, reason and message) is
+	// not recorded anew but counted on the first: its name is derived from what makes it the
+	// same, so a sweep that meets the same blocked deletion every run does not pile up Events.
+	key := fnv.New64a()
+	for _, part := range []string{string(obj.GetUID()), namespace, obj.GetName(), r.component, eventType, reason, message} {
+		_, _ = key.Write([]byte(part))
+		_, _ = key.Write([]byte{0})
+	}
 	event := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			// client-go's recorder names events "<object>.<unix nanos in hex>". The name takes
-			// the wall clock, not the injected one: a fake clock that stands still would give
-			// two Events the same name.
-			Name:      fmt.Sprintf("%v.%x", obj.GetName(), time.Now().UnixNano()),
+			Name:      fmt.Sprintf("%v.%016x", obj.GetName(), key.Sum64()),
 			Namespace: namespace,
 		},
 		InvolvedObject:      ref,
@@ -89,10 +97,31 @@ func (r *eventRecorder) Event(ctx context.Context, obj client.Object, eventType,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := r.c.Create(ctx, event); err != nil {
+	err = r.c.Create(ctx, event)
+	if apierrors.IsAlreadyExists(err) {
+		err = r.count(ctx, client.ObjectKeyFromObject(event), now)
+	}
+	if err != nil {
 		r.log.Warn("cannot record event", "object", client.ObjectKeyFromObject(obj), "reason", reason, "error", err)
 	}
 }
+
+// count adds one occurrence to an existing Event.
+func (r *eventRecorder) count(ctx context.Context, key client.ObjectKey, now metav1.Time) error {
+	existing := &corev1.Event{}
+	if err := r.c.Get(ctx, key, existing); err != nil {
+		return err
+	}
+	_, err := NewWriter(r.c).Patch(ctx, existing, func() {
+		existing.Count++
+		existing.LastTimestamp = now
+	})
+	return err
+}
+
+// EventsRBAC is the rule a function that records Events needs: create them, and read and count
+// a repeated one.
+var EventsRBAC = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "get", "patch"}}
 
 func reference(obj client.Object, scheme *runtime.Scheme) (corev1.ObjectReference, error) {
 	gvk, err := apiutil.GVKForObject(obj, scheme)

@@ -165,7 +165,7 @@ func (p *Protection) rbac() []rbacv1.PolicyRule {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{ref.Kind.Group}, Resources: []string{ref.Kind.Resource}, Verbs: []string{"list"}})
 	}
 	if p.RecordEvent {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}})
+		rules = append(rules, function.EventsRBAC)
 	}
 	return rules
 }

@@ -157,9 +157,9 @@ func TestFunctionDeclaration(t *testing.T) {
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"exposureclasses"}, Verbs: []string{"get", "list", "patch"}},
 		{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+		function.EventsRBAC,
 	}, fn.RBAC)
-	assert.NotContains(t, namespacedProtection().Function().RBAC, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	assert.NotContains(t, namespacedProtection().Function().RBAC, function.EventsRBAC,
 		"no Events, no right to create them")
 
 	require.Len(t, fn.Sweeps, 1)

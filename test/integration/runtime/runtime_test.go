@@ -5,6 +5,8 @@ package runtime_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -246,4 +248,30 @@ func TestPatchAddsParentsTheServerLacks(t *testing.T) {
 	assert.True(t, changed)
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(project), project))
 	assert.Equal(t, gardencorev1beta1.ProjectReady, project.Status.Phase)
+}
+
+// A repeated Event is counted on the first, as client-go's correlator does, instead of piling up.
+func TestRepeatedEventsAreCounted(t *testing.T) {
+	ctx := context.Background()
+	clk := testclock.NewFakeClock(time.Now())
+	recorder := function.NewEventRecorder(env.Client, "test-controller", clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: namespace(t)}}
+	require.NoError(t, env.Client.Create(ctx, cm))
+	recorder.Event(ctx, cm, corev1.EventTypeWarning, "Blocked", "still referenced")
+	clk.Step(time.Minute)
+	recorder.Event(ctx, cm, corev1.EventTypeWarning, "Blocked", "still referenced")
+	recorder.Event(ctx, cm, corev1.EventTypeNormal, "Released", "free")
+
+	events := &corev1.EventList{}
+	require.NoError(t, env.Client.List(ctx, events, client.InNamespace(cm.Namespace)))
+	counts := map[string]int32{}
+	for _, e := range events.Items {
+		counts[e.Reason] = e.Count
+		assert.Equal(t, "test-controller", e.Source.Component)
+		if e.Reason == "Blocked" {
+			assert.Equal(t, clk.Now().Unix(), e.LastTimestamp.Unix())
+			assert.Equal(t, clk.Now().Add(-time.Minute).Unix(), e.FirstTimestamp.Unix())
+		}
+	}
+	assert.Equal(t, map[string]int32{"Blocked": 2, "Released": 1}, counts)
 }

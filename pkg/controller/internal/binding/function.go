@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +62,7 @@ func (k Kind) rbac() []rbacv1.PolicyRule {
 		{APIGroups: []string{k.Binding.Group}, Resources: []string{k.Binding.Resource}, Verbs: readPatch},
 		{APIGroups: []string{kinds.Quota.Group}, Resources: []string{kinds.Quota.Resource}, Verbs: readPatch},
 		{APIGroups: []string{kinds.Shoot.Group}, Resources: []string{kinds.Shoot.Resource}, Verbs: []string{"list"}},
-		{APIGroups: []string{corev1.GroupName}, Resources: []string{"events"}, Verbs: []string{"create"}},
+		function.EventsRBAC,
 	}
 	for _, ck := range k.Credentials {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{ck.Kind.Group}, Resources: []string{ck.Kind.Resource}, Verbs: readPatch})

@@ -70,7 +70,7 @@ var RBAC = []rbacv1.PolicyRule{
 	{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"shoots"}, Verbs: []string{"list"}},
 	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"get", "list", "create", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	function.EventsRBAC,
 	// The project's roles grant rights on the project and its namespace that the function does
 	// not hold itself, and extension roles aggregate others: creating such roles takes
 	// escalate, binding them bind.

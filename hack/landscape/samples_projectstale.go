@@ -14,9 +14,9 @@ import (
 
 // projectStaleSamples creates Projects for the project function's Stale sweep, each with a
 // namespace labelled for it (the Main reconciler adopts it). Samples are days old only in
-// their status: with Gardener's minimumLifetimeDays (30) every Project created now is too young
-// to be stale, so the first sweep clears every stale timestamp below. Run the project function
-// with PROJECT_MINIMUM_LIFETIME_DAYS=0 to see each rule instead:
+// their status: with Gardener's minimumLifetimeDays (30) every Project created now would be too
+// young to be stale, so `make run` runs the project function with PROJECT_MINIMUM_LIFETIME_DAYS=0
+// (main.go) to show each rule:
 //   - "stale-unused" has nothing in its namespace: it is marked stale now, without an
 //     auto-delete timestamp (the 14-day grace period has not passed);
 //   - "stale-graced" was marked stale 20 days ago: it gets an auto-delete timestamp 90 days

@@ -170,11 +170,14 @@ func (e *Env) CountingClient(impersonate ...string) (client.Client, *kube.Reques
 	return c, counter, err
 }
 
-// Main is a test package's TestMain: it starts one control plane (with the Gardener CRDs and
-// extraCRDs) into *env for all the package's tests, runs them, stops it and exits.
-func Main(m *testing.M, env **Env, extraCRDs ...*apiextensionsv1.CustomResourceDefinition) {
+// Main is a test package's TestMain: it starts one control plane with the Gardener CRDs into
+// *env for all the package's tests, runs them, stops it and exits.
+func Main(m *testing.M, env **Env) { MainWith(m, env, Options{}) }
+
+// MainWith is Main with a control plane started with opts.
+func MainWith(m *testing.M, env **Env, opts Options) {
 	var err error
-	if *env, err = Start(extraCRDs...); err != nil {
+	if *env, err = StartWith(opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -66,27 +66,24 @@ func startSources(t *testing.T, schedules map[string]string) {
 	t.Cleanup(func() { require.NoError(t, land.StopSources()) })
 }
 
-// waitForWatches returns once the ApiServerSource adapter delivers events of both kinds: each
-// watch starts after an initial LIST whose objects produce no event, and the adapter gives no
-// other sign. A Bastion without a Shoot is deleted on its own event; a Bastion whose Shoot is
-// deleted goes on the Shoot's event. Their disappearance is the sign.
-func waitForWatches(t *testing.T) {
+// startSourcesAndWaitForTheShootWatch starts the sources and returns once the adapter delivers
+// Shoot events: each watch starts after an initial LIST whose objects produce no event, and
+// the adapter gives no other sign. A canary Bastion created before the sources got no event of
+// its own; its Shoot is moved to another seed, again and again, until the Shoot's event takes
+// the Bastion. (The adapter starts its watches one by one: the Bastion watch may run before the
+// Shoot watch, so a Bastion's disappearance alone proves nothing about Shoots.)
+func startSourcesAndWaitForTheShootWatch(t *testing.T, schedules map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := namespace(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
-		require.True(t, time.Now().Before(deadline), "the ApiServerSource adapter delivered no events within 30s")
-		orphan := createBastion(t, ns, fmt.Sprintf("canary-orphan-%d", i), "no-shoot", time.Now().Add(time.Hour))
-		if !eventually(gone(orphan), 2*time.Second) {
-			continue
-		}
-		shoot := createShoot(t, ns, fmt.Sprintf("canary-shoot-%d", i))
-		b := createBastion(t, ns, fmt.Sprintf("canary-%d", i), shoot.Name, time.Now().Add(time.Hour))
-		require.NoError(t, land.Env.Client.Delete(ctx, shoot))
-		if eventually(gone(b), 2*time.Second) {
-			return
-		}
+	shoot := createShoot(t, ns, "canary-shoot")
+	canary := createBastion(t, ns, "canary", shoot.Name, time.Now().Add(time.Hour))
+	startSources(t, schedules)
+	for i := 0; !eventually(gone(canary), 500*time.Millisecond); i++ {
+		require.Less(t, i, 60, "the adapter delivered no Shoot event within 30s")
+		require.NoError(t, land.Env.Client.Get(ctx, client.ObjectKeyFromObject(shoot), shoot))
+		shoot.Spec.SeedName = ptr.To(fmt.Sprintf("elsewhere-%d", i))
+		require.NoError(t, land.Env.Client.Update(ctx, shoot))
 	}
 }
 
@@ -108,9 +105,12 @@ func namespace(t *testing.T) string {
 
 func createShoot(t *testing.T, ns, name string) *gardencorev1beta1.Shoot {
 	t.Helper()
+	ctx := context.Background()
 	s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	s.Spec.SeedName = ptr.To("local")
-	require.NoError(t, land.Env.Client.Create(context.Background(), s))
+	require.NoError(t, land.Env.Client.Create(ctx, s))
+	s.Status.SeedName = ptr.To("local") // scheduled and reconciled there, as gardenlet reports
+	require.NoError(t, land.Env.Client.Status().Update(ctx, s))
 	return s
 }
 
@@ -134,13 +134,12 @@ func gone(b *operationsv1alpha1.Bastion) func() bool {
 }
 
 func TestShootDeletionTakesItsBastionThroughEvents(t *testing.T) {
-	startSources(t, map[string]string{"bastion-resync": noSweep})
-	waitForWatches(t)
+	startSourcesAndWaitForTheShootWatch(t, map[string]string{"bastion-resync": noSweep})
 	ns := namespace(t)
 	shoot := createShoot(t, ns, "shoot")
 	b := createBastion(t, ns, "bastion", "shoot", time.Now().Add(time.Hour))
-	other := createBastion(t, ns, "other", "other-shoot-that-will-exist", time.Now().Add(time.Hour))
-	createShoot(t, ns, "other-shoot-that-will-exist")
+	createShoot(t, ns, "other-shoot")
+	other := createBastion(t, ns, "other", "other-shoot", time.Now().Add(time.Hour))
 
 	require.NoError(t, land.Env.Client.Delete(context.Background(), shoot))
 	require.Eventually(t, gone(b), 20*time.Second, 100*time.Millisecond, "the Shoot's delete event must take its Bastion")

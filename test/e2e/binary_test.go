@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gardener-knative/gardener-knative/functions"
 )
 
 // The binary contract: `go build ./functions/<name>` serves CloudEvents on $PORT with
@@ -15,6 +17,10 @@ import (
 func TestFunctionBinariesServeHealthAndMetrics(t *testing.T) {
 	for name, url := range land.URLs {
 		t.Run(name, func(t *testing.T) {
+			fn, ok := functions.ByName(name)
+			require.True(t, ok)
+			require.NotEmpty(t, fn.Sweeps, "every function has a sweep")
+			sweep := fn.Sweeps[0].Name
 			for _, path := range []string{"/healthz", "/readyz"} {
 				code, _ := call(t, http.MethodGet, url+path, nil, "")
 				assert.Equal(t, http.StatusOK, code, path)
@@ -24,14 +30,14 @@ func TestFunctionBinariesServeHealthAndMetrics(t *testing.T) {
 			code, body := call(t, http.MethodPost, url, ping, `{"sweep":"no-such-sweep"}`)
 			assert.Equal(t, http.StatusUnprocessableEntity, code)
 			assert.Contains(t, body, "no-such-sweep")
-			code, body = call(t, http.MethodPost, url, ping, `{"sweep":"resync"}`)
+			code, body = call(t, http.MethodPost, url, ping, `{"sweep":"`+sweep+`"}`)
 			require.Equal(t, http.StatusOK, code, body)
 
 			_, metrics := call(t, http.MethodGet, url+"/metrics", nil, "")
 			for _, want := range []string{
 				`gardener_knative_events_total{function="` + name + `",outcome="rejected",type="dev.knative.sources.ping"} 1`,
 				`gardener_knative_api_requests_total{code="200",resource=`,
-				`gardener_knative_sweep_duration_seconds_count{function="` + name + `",result="done",sweep="resync"}`,
+				`gardener_knative_sweep_duration_seconds_count{function="` + name + `",result="done",sweep="` + sweep + `"}`,
 				"process_resident_memory_bytes",
 			} {
 				assert.Contains(t, metrics, want)

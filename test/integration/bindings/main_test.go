@@ -6,8 +6,6 @@ package bindings_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -25,16 +23,7 @@ import (
 // env is the package's one control plane.
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // fixture is a binding function served over HTTP, with a project namespace of its own and a
 // second namespace for the Quotas (Gardener keeps them in "garden").

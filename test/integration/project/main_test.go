@@ -5,8 +5,6 @@
 package project_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
@@ -16,17 +14,10 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
 	// A garden's kube-apiserver may enforce that whoever makes an object block its owner's
 	// deletion may update the owner's finalizers: the Main reconciler's namespaces and
 	// ResourceQuotas do, so the tests run with that check on.
-	if env, err = testenv.StartWith(testenv.Options{APIServerArgs: map[string]string{
+	testenv.MainWith(m, &env, testenv.Options{APIServerArgs: map[string]string{
 		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement",
-	}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	}})
 }

@@ -7,7 +7,6 @@ package referenceprotection_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -24,16 +23,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // serve serves fn as its own ServiceAccount: a request its RBAC does not allow fails the test.
 func serve(t *testing.T, fn *function.Function, opts ...functiontest.Option) *functiontest.Harness {

@@ -4,8 +4,6 @@
 package shoot_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
@@ -14,13 +12,4 @@ import (
 // env is the package's one control plane.
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }

@@ -27,7 +27,9 @@ const (
 )
 
 func init() {
-	register(highavailabilityconfig.Webhook, func(c *rmv1alpha1.ResourceManagerConfiguration) {
+	// Reads uncached: the tests change Nodes and admit right after; the cache's reuse is
+	// covered by the package's unit tests.
+	register(highavailabilityconfig.WithCacheTTL(0), func(c *rmv1alpha1.ResourceManagerConfiguration) {
 		c.Webhooks.HighAvailabilityConfig.Enabled = true
 		c.Webhooks.HighAvailabilityConfig.DefaultNotReadyTolerationSeconds = ptrTo(haNotReadySeconds)
 		c.Webhooks.HighAvailabilityConfig.DefaultUnreachableTolerationSeconds = ptrTo(haUnreachableSeconds)

@@ -213,6 +213,11 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		if err != nil {
 			return false, err
 		}
+		// config/shoot/ addresses a tenant of the multi-tenant server; this server is
+		// single-tenant, its target plays the shoot.
+		if _, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix); ok {
+			u.Path = rest
+		}
 		if !served[u.Path] {
 			return false, nil
 		}

@@ -29,6 +29,8 @@ func init() {
 	register(nodeagentauthorizer.Webhook, func(c *rmv1alpha1.ResourceManagerConfiguration) {
 		c.Webhooks.NodeAgentAuthorizer.Enabled = true
 		c.Webhooks.NodeAgentAuthorizer.MachineNamespace = ptr.To(machineNamespace)
+		// The target's kube-apiserver (≥ 1.34) sends field selectors in its reviews.
+		c.Webhooks.NodeAgentAuthorizer.AuthorizeWithSelectors = ptr.To(true)
 	})
 }
 
@@ -55,12 +57,26 @@ func TestNodeAgentAuthorizer(t *testing.T) {
 	m.SetLabels(map[string]string{"node": "node-a"})
 	require.NoError(t, unstructured.SetNestedField(m.Object, "gardener-node-agent-pool-a", "spec", "nodeTemplate", "metadata", "labels", "worker.gardener.cloud/gardener-node-agent-secret-name"))
 	require.NoError(t, source.Client.Create(ctx, m))
-	// Target: the shoot's Nodes, Secrets and a Lease.
+	// Target: the shoot's Nodes (node-a of pool a), pool a's OSC secret whose files reference
+	// gardener-node-agent-ref-a, other Secrets and a Pod on each Node.
 	for _, n := range []string{"node-a", "node-b"} {
-		require.NoError(t, target.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+		require.NoError(t, target.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{
+			"kubernetes.io/hostname": n, "worker.gardener.cloud/gardener-node-agent-secret-name": "gardener-node-agent-pool-a",
+		}}}))
 	}
-	for _, s := range []string{"gardener-valitail", "gardener-node-agent-pool-a", "gardener-node-agent-pool-b"} {
+	osc := []byte("apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nspec:\n  files:\n  - path: /etc/a\n    content: {secretRef: {name: gardener-node-agent-ref-a, dataKey: a}}\n")
+	require.NoError(t, target.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-pool-a", Namespace: "kube-system", Labels: map[string]string{"worker.gardener.cloud/pool": "a"}},
+		Data:       map[string][]byte{"osc.yaml": osc},
+	}))
+	for _, s := range []string{"gardener-valitail", "gardener-opentelemetry-collector", "shoot-access-cluster-admin", "gardener-node-agent-ref-a", "gardener-node-agent-pool-b"} {
 		require.NoError(t, target.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s, Namespace: "kube-system"}}))
+	}
+	for _, n := range []string{"node-a", "node-b"} {
+		require.NoError(t, target.Client.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "on-" + n, Namespace: "default"},
+			Spec:       corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}))
 	}
 
 	agent := clientAs(t, "gardener.cloud:node-agent:machine:machine-a", "gardener.cloud:node-agents")
@@ -71,21 +87,36 @@ func TestNodeAgentAuthorizer(t *testing.T) {
 	allowed(agent.List(ctx, &corev1.NodeList{}))
 	node := &corev1.Node{}
 	allowed(agent.Get(ctx, client.ObjectKey{Name: "node-a"}, node))
-	node.Labels = map[string]string{"checked": "true"}
+	node.Labels["checked"] = "true"
 	allowed(agent.Update(ctx, node))
 	forbidden(agent.Get(ctx, client.ObjectKey{Name: "node-b"}, &corev1.Node{}))
 	forbidden(agent.Delete(ctx, node))
 
-	// Leases: its own in kube-system.
+	// Leases: in kube-system, named after its Node or its worker pool's OSC secret.
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-node-a", Namespace: "kube-system"}}
 	allowed(agent.Create(ctx, lease))
 	allowed(agent.Get(ctx, client.ObjectKeyFromObject(lease), lease))
 	allowed(agent.Update(ctx, lease))
+	allowed(agent.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-pool-a", Namespace: "kube-system"}}))
+	allowed(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-pool-a", Namespace: "kube-system"}, &coordinationv1.Lease{}))
 	forbidden(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-node-b", Namespace: "kube-system"}, &coordinationv1.Lease{}))
+	// Not every Lease of kube-system: listing or watching them all is forbidden, a single one
+	// of its own (a field selector on its name) is not.
+	forbidden(agent.List(ctx, &coordinationv1.LeaseList{}, client.InNamespace("kube-system")))
+	allowed(agent.List(ctx, &coordinationv1.LeaseList{}, client.InNamespace("kube-system"), client.MatchingFields{"metadata.name": "gardener-node-agent-node-a"}))
 
-	// Secrets: valitail and its pool's secret in kube-system.
-	allowed(agent.Get(ctx, client.ObjectKey{Name: "gardener-valitail", Namespace: "kube-system"}, &corev1.Secret{}))
-	allowed(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-pool-a", Namespace: "kube-system"}, &corev1.Secret{}))
+	// Pods: those on its Node, listed with the field selector of its Node.
+	allowed(agent.Get(ctx, client.ObjectKey{Name: "on-node-a", Namespace: "default"}, &corev1.Pod{}))
+	forbidden(agent.Get(ctx, client.ObjectKey{Name: "on-node-b", Namespace: "default"}, &corev1.Pod{}))
+	allowed(agent.List(ctx, &corev1.PodList{}, client.MatchingFields{"spec.nodeName": "node-a"}))
+	forbidden(agent.List(ctx, &corev1.PodList{}, client.MatchingFields{"spec.nodeName": "node-b"}))
+	forbidden(agent.List(ctx, &corev1.PodList{}))
+	allowed(agent.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-node-a", Namespace: "default"}}))
+
+	// Secrets: the always readable ones, its pool's OSC secret and what its files reference.
+	for _, s := range []string{"gardener-valitail", "gardener-opentelemetry-collector", "shoot-access-cluster-admin", "gardener-node-agent-pool-a", "gardener-node-agent-ref-a"} {
+		allowed(agent.Get(ctx, client.ObjectKey{Name: s, Namespace: "kube-system"}, &corev1.Secret{}))
+	}
 	forbidden(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-pool-b", Namespace: "kube-system"}, &corev1.Secret{}))
 	forbidden(agent.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")))
 
@@ -114,7 +145,8 @@ func TestNodeAgentAuthorizer(t *testing.T) {
 	// Anything else is denied.
 	forbidden(agent.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kube-system")))
 
-	// A node agent whose Machine does not exist gets nothing node-scoped.
+	// A node agent whose Machine does not exist gets nothing node-scoped: the authorizer
+	// cannot evaluate its requests (no opinion), and RBAC grants it nothing.
 	stranger := clientAs(t, "gardener.cloud:node-agent:machine:machine-unknown", "gardener.cloud:node-agents")
 	forbidden(stranger.Get(ctx, client.ObjectKey{Name: "node-a"}, &corev1.Node{}))
 

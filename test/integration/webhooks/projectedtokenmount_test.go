@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,13 +117,23 @@ func TestProjectedTokenMountInShoot(t *testing.T) {
 		p.Annotations = map[string]string{resourcesv1alpha1.ProjectedTokenExpirationSeconds: "12h"}
 		err := target.Client.Create(ctx, p)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), resourcesv1alpha1.ProjectedTokenExpirationSeconds)
+		assert.True(t, apierrors.IsForbidden(err), "want 403 Forbidden as Gardener answers, got %v", err)
+		assert.Contains(t, err.Error(), `strconv.ParseInt: parsing "12h": invalid syntax`)
 	})
 
-	t.Run("a missing ServiceAccount is rejected", func(t *testing.T) {
+	t.Run("a missing ServiceAccount is rejected as not found", func(t *testing.T) {
 		err := target.Client.Create(ctx, tokenPod(ns, "token-mount-does-not-exist", nil))
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "not found")
+		assert.True(t, apierrors.IsNotFound(err), "want 404 NotFound as Gardener answers, got %v", err)
+		assert.Contains(t, err.Error(), `serviceaccounts "token-mount-does-not-exist" not found`)
+	})
+
+	// Gardener reads the ServiceAccount before looking at the Pod's own opt-outs.
+	t.Run("a missing ServiceAccount is rejected even if the pod refuses a token", func(t *testing.T) {
+		p := tokenPod(ns, "token-mount-does-not-exist", nil)
+		p.Spec.AutomountServiceAccountToken = ptrTo(false)
+		err := target.Client.Create(ctx, p)
+		assert.True(t, apierrors.IsNotFound(err), "want 404 NotFound, got %v", err)
 	})
 
 	for name, tc := range map[string]struct {

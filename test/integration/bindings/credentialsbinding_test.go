@@ -180,9 +180,9 @@ func TestCredentialsBindingRequestCost(t *testing.T) {
 	identity := f.workloadIdentity(t, "identity", nil)
 	f.quota(t, "trial")
 	cb := f.credentialsBinding(t, "binding", identity, "gcp", "trial")
-	assert.Equal(t, map[string]int{"get": 3, "patch": 3}, measure(f.Harness, func() { f.Send("add", cb) }),
+	assert.Equal(t, map[string]int{"get": 3, "patch": 3}, f.Measure(func() { f.Send("add", cb) }),
 		"a new binding: GET binding, WorkloadIdentity and Quota metadata, PATCH each")
-	assert.Empty(t, measure(f.Harness, func() { f.Send("update", fresh(t, cb)) }), "an update of a protected binding: filtered")
-	counts := measure(f.Harness, func() { f.Sweep("resync") })
+	assert.Empty(t, f.Measure(func() { f.Send("update", fresh(t, cb)) }), "an update of a protected binding: filtered")
+	counts := f.Measure(func() { f.Sweep("resync") })
 	assert.Equal(t, map[string]int{"list": 7}, counts, "Shoots, Quotas, Secrets, InternalSecrets, WorkloadIdentities, and one page of bindings held and one streamed")
 }

@@ -115,20 +115,3 @@ func warnings(t testing.TB, obj client.Object, reason string) []string {
 	}
 	return messages
 }
-
-// measure returns the function's API requests by verb during do.
-func measure(h *functiontest.Harness, do func()) map[string]int {
-	verbs := []string{"get", "list", "patch", "create", "update", "delete"}
-	before := map[string]int{}
-	for _, v := range verbs {
-		before[v] = h.Requests(v)
-	}
-	do()
-	counts := map[string]int{}
-	for _, v := range verbs {
-		if n := h.Requests(v) - before[v]; n > 0 {
-			counts[v] = n
-		}
-	}
-	return counts
-}

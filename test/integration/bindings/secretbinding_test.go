@@ -195,19 +195,19 @@ func TestSecretBindingRequestCost(t *testing.T) {
 
 	f.secret(t, "cloud-2")
 	f.quota(t, "trial-2")
-	assert.Equal(t, map[string]int{"get": 3, "patch": 3}, measure(f.Harness, func() { f.Send("add", f.secretBinding(t, "new", "cloud-2", "aws", "trial-2")) }),
+	assert.Equal(t, map[string]int{"get": 3, "patch": 3}, f.Measure(func() { f.Send("add", f.secretBinding(t, "new", "cloud-2", "aws", "trial-2")) }),
 		"a new binding: GET binding, Secret and Quota metadata, PATCH each")
-	assert.Empty(t, measure(f.Harness, func() { f.Send("update", fresh(t, sb)) }), "an update of a protected binding: filtered, no request")
+	assert.Empty(t, f.Measure(func() { f.Send("update", fresh(t, sb)) }), "an update of a protected binding: filtered, no request")
 	unrelated := f.shoot(t, "unrelated", func(*gardencorev1beta1.Shoot) {})
-	assert.Empty(t, measure(f.Harness, func() { f.deleteShoot(t, unrelated) }), "deletion of a Shoot without a binding: filtered")
+	assert.Empty(t, f.Measure(func() { f.deleteShoot(t, unrelated) }), "deletion of a Shoot without a binding: filtered")
 	user := f.shoot(t, "user", usesSecretBinding("binding"))
-	assert.Equal(t, map[string]int{"get": 1}, measure(f.Harness, func() { f.deleteShoot(t, user) }),
+	assert.Equal(t, map[string]int{"get": 1}, f.Measure(func() { f.deleteShoot(t, user) }),
 		"deletion of a Shoot whose binding is not being deleted: one metadata-only GET of the binding")
 
 	user = f.shoot(t, "user", usesSecretBinding("binding"))
-	assert.Equal(t, map[string]int{"get": 1, "list": 1, "create": 1}, measure(f.Harness, func() { f.deleteAndSend(t, sb) }),
+	assert.Equal(t, map[string]int{"get": 1, "list": 1, "create": 1}, f.Measure(func() { f.deleteAndSend(t, sb) }),
 		"deletion of a binding in use: GET binding, LIST the namespace's Shoots, create the Warning event")
-	assert.Equal(t, map[string]int{"get": 4, "list": 2, "patch": 3}, measure(f.Harness, func() { f.deleteShoot(t, user) }),
+	assert.Equal(t, map[string]int{"get": 4, "list": 2, "patch": 3}, f.Measure(func() { f.deleteShoot(t, user) }),
 		"release: GET binding metadata (mapping) and binding, LIST Shoots and all SecretBindings, GET and PATCH Secret and Quota, PATCH binding")
 	require.True(t, gone(t, sb))
 
@@ -224,7 +224,7 @@ func TestSecretBindingRequestCost(t *testing.T) {
 	f.Sweep("resync") // protects the new ones
 	all := &gardencorev1beta1.SecretBindingList{}
 	require.NoError(t, env.Client.List(ctx, all))
-	counts := measure(f.Harness, func() { f.Sweep("resync") })
+	counts := f.Measure(func() { f.Sweep("resync") })
 	assert.Equal(t, map[string]int{"list": 3 + 2*((len(all.Items)+499)/500)}, counts, "Shoots, Secrets and Quotas, %d bindings in pages of 500 held, and the same streamed", len(all.Items))
 	t.Logf("no-op sweep over %d SecretBindings: %v", len(all.Items), counts)
 }

@@ -280,17 +280,7 @@ func TestRequestCost(t *testing.T) {
 	s := f.shoot(t, "shoot", references{dnsSecret: "dns"})
 	f.Send("add", s) // the first event of a process also asks discovery for REST mappings
 
-	measure := func(do func()) map[string]int {
-		before := map[string]int{"list": f.Requests("list"), "get": f.Requests("get"), "patch": f.Requests("patch")}
-		do()
-		counts := map[string]int{}
-		for verb, n := range before {
-			if d := f.Requests(verb) - n; d > 0 {
-				counts[verb] = d
-			}
-		}
-		return counts
-	}
+	measure := f.Measure
 	s = observe(t, s)
 	assert.Empty(t, measure(func() { f.Send("update", s) }), "a status update of a settled Shoot: filtered")
 	s.Spec.Region = "eu-2"

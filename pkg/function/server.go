@@ -262,6 +262,8 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 			err := s.reconcile(ctx, r, Request{Key: key, Reader: s.live[clusterOrSource(r.Cluster)], Trigger: ByEvent})
 			switch {
 			case err == nil:
+			case apierrors.IsNotFound(err) && isTerminalFor(err, r, key):
+				// The object is gone since the event was sent: nothing to converge.
 			case isTerminalFor(err, r, key):
 				terminal = append(terminal, err)
 			default:
@@ -285,15 +287,16 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	return nil
 }
 
-// reconcile reconciles one key; a write conflict means the read was stale, so the key is
-// reconciled again from live state, a bounded number of times.
+// reconcile reconciles one key; a write conflict (or a create that finds the object) means the
+// read was stale, so the key is reconciled again from live state, a bounded number of times.
 func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error {
 	start := time.Now()
 	h := s.handlers[r.Name]
 	var err error
 	for attempt := 0; ; attempt++ {
 		_, err = safely(func() (struct{}, error) { return struct{}{}, h.Reconcile(ctx, req) })
-		if !apierrors.IsConflict(err) || attempt >= s.opts.ConflictRetries {
+		// A conflict or an AlreadyExists means another writer was first: what was read is stale.
+		if !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) || attempt >= s.opts.ConflictRetries {
 			break
 		}
 		req.Reader = s.live[clusterOrSource(r.Cluster)]

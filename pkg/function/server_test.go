@@ -327,7 +327,6 @@ func TestTerminalFailuresAreAcknowledgedNotRetried(t *testing.T) {
 	}{
 		{"Forbidden", apierrors.NewForbidden(bastions, "b1", errors.New("RBAC says no")), http.StatusOK},
 		{"Invalid", apierrors.NewInvalid(schema.GroupKind{Group: "operations.gardener.cloud", Kind: "Bastion"}, "b1", nil), http.StatusOK},
-		{"NotFound of the reconciled object", apierrors.NewNotFound(bastions, "b1"), http.StatusOK},
 		{"marked terminal by the reconciler", Terminal(errors.New("spec refused")), http.StatusOK},
 		{"NotFound of another object", apierrors.NewNotFound(schema.GroupResource{Group: "core.gardener.cloud", Resource: "shoots"}, "s1"), http.StatusServiceUnavailable},
 		{"TooManyRequests", apierrors.NewTooManyRequests("slow down", 1), http.StatusServiceUnavailable},
@@ -347,6 +346,35 @@ func TestTerminalFailuresAreAcknowledgedNotRetried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An event whose object is gone by the time it is handled (duplicated, reordered, or about a
+// deletion) has nothing to converge: done, neither retried nor counted as a failure.
+func TestEventsOfGoneObjectsAreDone(t *testing.T) {
+	gone := apierrors.NewNotFound(schema.GroupResource{Group: "operations.gardener.cloud", Resource: "bastions"}, "b1")
+	attempts := 0
+	h := newHarness(t, &recorder{fail: func(Key) error { attempts++; return gone }})
+	code, body := h.send(t, event(t, RefAddEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"b1","namespace":"ns"}`))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 1, attempts)
+	assert.Zero(t, testutil.ToFloat64(h.server.metrics.terminal.WithLabelValues("Bastion")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.server.metrics.events.WithLabelValues(RefAddEventType, "done")))
+}
+
+// A create that finds the object means another writer was first: the key is reconciled again
+// from live state, like after a conflict.
+func TestAlreadyExistsIsReconciledAgain(t *testing.T) {
+	attempts := 0
+	h := newHarness(t, &recorder{fail: func(Key) error {
+		attempts++
+		if attempts == 1 {
+			return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "namespaces"}, "garden-x")
+		}
+		return nil
+	}})
+	code, body := h.send(t, event(t, RefAddEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"b1","namespace":"ns"}`))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 2, attempts)
 }
 
 func TestPanicsDoNotKillTheProcess(t *testing.T) {

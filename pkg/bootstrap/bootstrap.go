@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -83,27 +84,39 @@ func Start(cfg Configuration, attrs ...any) (*Process, error) {
 	return &Process{Config: base, Log: log, Registry: reg, Requests: kube.NewRequestCounter(reg)}, nil
 }
 
+// ClientOption adapts a client's REST configuration.
+type ClientOption func(*rest.Config)
+
+// Unthrottled turns client-go's client-side rate limit (KUBE_API_QPS, KUBE_API_BURST) off: for
+// clients on a request path, such as admission webhooks, where each request reads once and
+// the caller's own rate is the bound; queueing behind a token bucket only adds latency. The API
+// server's priority and fairness still protects it.
+func Unthrottled(cfg *rest.Config) { cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil }
+
 // SourceClient is an uncached, counted client of the source cluster.
-func (p *Process) SourceClient(scheme *runtime.Scheme) (client.Client, error) {
-	return p.client(p.Config.ClientConfig, scheme)
+func (p *Process) SourceClient(scheme *runtime.Scheme, opts ...ClientOption) (client.Client, error) {
+	return p.client(p.Config.ClientConfig, scheme, opts)
 }
 
 // TargetClient is an uncached, counted client of the target cluster (TARGET_KUBECONFIG).
-func (p *Process) TargetClient(scheme *runtime.Scheme) (client.Client, error) {
+func (p *Process) TargetClient(scheme *runtime.Scheme, opts ...ClientOption) (client.Client, error) {
 	if p.Config.TargetKubeconfig == "" {
 		return nil, fmt.Errorf("no target cluster: set TARGET_KUBECONFIG")
 	}
 	cfg := p.Config.ClientConfig
 	cfg.Kubeconfig = p.Config.TargetKubeconfig
-	return p.client(cfg, scheme)
+	return p.client(cfg, scheme, opts)
 }
 
-func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme) (client.Client, error) {
+func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme, opts []ClientOption) (client.Client, error) {
 	restCfg, err := cfg.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
 	p.Requests.Instrument(restCfg)
+	for _, opt := range opts {
+		opt(restCfg)
+	}
 	return kube.NewClient(restCfg, scheme)
 }
 

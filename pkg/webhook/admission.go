@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -62,13 +64,33 @@ func Decode(req admission.Request, obj runtime.Object) error {
 }
 
 // Patch answers with the JSON patch from the request's object to mutated (no patch when
-// nothing changed).
+// nothing changed). mutated is a pointer to the typed object the request's object was decoded
+// into and then mutated.
+//
+// The request's object may carry fields that mutated's type does not know (a kube-apiserver
+// newer than our k8s.io/api): the typed decode drops them, and a plain diff from the request's
+// object to the re-encoded typed object would remove them. Patch keeps them: the patch changes
+// only what the mutation changed (see keepUnknownFields).
 func Patch(req admission.Request, mutated any) admission.Response {
-	raw, err := json.Marshal(mutated)
+	after, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, after)
+	// Only a removal can drop a field the types do not know: the diff is then redone with
+	// those fields put back. Most requests (types as new as the API server) stop here.
+	if !resp.Allowed || !slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool { return op.Operation == "remove" }) {
+		return resp
+	}
+	// An unstructured object knows every field: its removals are the mutation's.
+	if _, ok := mutated.(runtime.Unstructured); ok {
+		return resp
+	}
+	kept, err := keepUnknownFields(req.Object.Raw, mutated, after)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, kept)
 }
 
 // MutatorFunc mutates a decoded object of type T in place, or returns an error that is

@@ -40,7 +40,7 @@ const maxReviewBytes = 1 << 20
 // it cannot decode gets 400; an authorizer error is an evaluation error (no decision).
 func Authorization(name, path string, authorizer Authorizer, log *slog.Logger) Webhook {
 	log = log.With("webhook", name)
-	return Webhook{Name: name, Path: path, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return Webhook{Name: name, Path: path, authorization: true, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "SubjectAccessReviews are POSTed", http.StatusMethodNotAllowed)
 			return
@@ -58,7 +58,8 @@ func Authorization(name, path string, authorizer Authorizer, log *slog.Logger) W
 		decision, reason, err := authorizer.Authorize(r.Context(), review.Spec)
 		review.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: decision == Allow, Denied: decision == Deny, Reason: reason}
 		if err != nil {
-			review.Status = authorizationv1.SubjectAccessReviewStatus{EvaluationError: err.Error()}
+			// Gardener's authorizer handler reports evaluation errors as "500 <error>".
+			review.Status = authorizationv1.SubjectAccessReviewStatus{EvaluationError: fmt.Sprintf("%d %v", http.StatusInternalServerError, err)}
 			log.Warn("authorization failed", "user", review.Spec.User, "error", err)
 		} else {
 			log.Debug("authorized", "user", review.Spec.User, "decision", decision.String(), "reason", reason)
@@ -71,6 +72,29 @@ func Authorization(name, path string, authorizer Authorizer, log *slog.Logger) W
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(out)
 	})}
+}
+
+// answerAuthorizationError answers a SubjectAccessReview with an evaluation error (no opinion:
+// the kube-apiserver asks its next authorizer), without calling the authorizer.
+func answerAuthorizationError(w http.ResponseWriter, r *http.Request, cause error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("reading SubjectAccessReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	review, err := decodeReview(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	review.Status = authorizationv1.SubjectAccessReviewStatus{EvaluationError: cause.Error()}
+	out, err := encodeReview(review)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
 }
 
 // review is a SubjectAccessReview with the version it came in.

@@ -68,7 +68,7 @@ func TestAuthorizationAnswersInTheVersionAsked(t *testing.T) {
 
 	code, out = post(t, h, `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"broken","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
 	require.Equal(t, http.StatusOK, code)
-	assert.Equal(t, map[string]any{"allowed": false, "evaluationError": "machine unreadable"}, out["status"])
+	assert.Equal(t, map[string]any{"allowed": false, "evaluationError": "500 machine unreadable"}, out["status"])
 }
 
 func TestAuthorizationRejectsMalformedReviews(t *testing.T) {

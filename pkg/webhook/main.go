@@ -10,7 +10,9 @@ import (
 	"time"
 
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 
@@ -34,6 +36,25 @@ type Config struct {
 	// enables.
 	Webhooks       []string      `envconfig:"WEBHOOKS"`
 	RequestTimeout time.Duration `envconfig:"REQUEST_TIMEOUT" default:"10s"`
+	Tenancy
+}
+
+// Tenancy configures the multi-tenant mode: one server per seed for the seed and every shoot
+// control plane on it (docs/webhooks.md).
+type Tenancy struct {
+	// MultiTenant also serves every webhook at /<shoot control-plane namespace>/<path>, for the
+	// shoot whose access Secrets that namespace holds.
+	MultiTenant bool `envconfig:"MULTI_TENANT"`
+	// TenantPrefix is what tenant namespaces start with.
+	TenantPrefix string `envconfig:"TENANT_PREFIX" default:"shoot--"`
+	// TenantAccessSecret is the Secret in a tenant's namespace whose token reaches its
+	// kube-apiserver.
+	TenantAccessSecret string `envconfig:"TENANT_ACCESS_SECRET" default:"shoot-access-gardener-resource-manager"`
+	// TenantCacheSize and TenantCacheTTL bound the tenants' clients kept.
+	TenantCacheSize int           `envconfig:"TENANT_CACHE_SIZE" default:"1000"`
+	TenantCacheTTL  time.Duration `envconfig:"TENANT_CACHE_TTL" default:"10m"`
+	// ClientCAFile authenticates the callers of tenant paths by client certificate.
+	ClientCAFile string `envconfig:"CLIENT_CA_FILE"`
 }
 
 // Main serves the selected webhooks of all until SIGTERM; a webhook server's main package
@@ -62,15 +83,29 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 
 	// Webhooks read only built-in kinds (and Machines, as unstructured): client-go's scheme,
 	// which controller-runtime links anyway, keeps the Gardener API groups out of start-up.
-	source, err := process.SourceClient(kubernetesscheme.Scheme)
+	// Their clients are unthrottled: every admission request reads at most a few objects, and a
+	// client-side token bucket would queue requests the kube-apiserver is waiting on.
+	source, err := process.SourceClient(kubernetesscheme.Scheme, bootstrap.Unthrottled)
 	if err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
-	target := source
+	var target client.Reader = source
 	if cfg.TargetKubeconfig != "" {
-		if target, err = process.TargetClient(kubernetesscheme.Scheme); err != nil {
+		if target, err = process.TargetClient(kubernetesscheme.Scheme, bootstrap.Unthrottled); err != nil {
 			return fmt.Errorf("target cluster: %w", err)
 		}
+	}
+	var tenants *TenantClients
+	if cfg.MultiTenant {
+		tenants = NewTenantClients(TenantClientsOptions{
+			Seed: source, Scheme: kubernetesscheme.Scheme, AccessSecret: cfg.TenantAccessSecret,
+			// Kubernetes' own kinds map alike in every cluster: the seed's discovery serves all
+			// tenants, which cuts a tenant's memory by an order of magnitude.
+			SharedMapper: source.RESTMapper(),
+			Size:         cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL, Log: log,
+			ConfigureREST: func(c *rest.Config) { process.Requests.Instrument(c); bootstrap.Unthrottled(c) },
+		})
+		target = NewRoutingReader(target, tenants)
 	}
 	deps := Deps{Source: source, Target: target, Config: rmConfig, Clock: clock.RealClock{}, Log: log}
 	var webhooks []Webhook
@@ -85,7 +120,8 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		Addr:     net.JoinHostPort("", strconv.Itoa(cfg.Port)),
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
 		RequestTimeout: cfg.RequestTimeout, ShutdownTimeout: cfg.ShutdownTimeout,
-		Ready: ready,
+		Ready:   ready,
+		Tenants: tenants, TenantPrefix: cfg.TenantPrefix, ClientCAFile: cfg.ClientCAFile,
 	}, webhooks, process.Registry, log)
 }
 

@@ -3,10 +3,12 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -28,16 +30,31 @@ type ServeOptions struct {
 	ShutdownTimeout   time.Duration
 	// Ready is told the listener's address once the server accepts connections.
 	Ready func(addr net.Addr)
+	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
+	// /<tenant>/<path> for the shoot control-plane namespaces of the seed, with the tenant in
+	// the request's context (see TenantFrom); Tenants tells which tenants are known.
+	Tenants *TenantClients
+	// TenantPrefix is what a tenant's name starts with (DefaultTenantPrefix when empty).
+	TenantPrefix string
+	// ClientCAFile, when set, authenticates the callers of tenant paths: they must present a
+	// client certificate signed by this CA whose common name or one of whose organizations is
+	// the tenant. It needs TLS (CertFile, KeyFile).
+	ClientCAFile string
 }
 
 // serverMetrics count the webhooks' requests.
 type serverMetrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	unknownTenants *prometheus.CounterVec
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
 }
 
 func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 	m := &serverMetrics{
+		unknownTenants: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gardener_knative_webhook_tenant_refusals_total",
+			Help: "Requests for tenant paths answered without calling the webhook, by webhook and reason (unknown-tenant, unauthenticated).",
+		}, []string{"webhook", "reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gardener_knative_webhook_requests_total",
 			Help: "Webhook requests by webhook and HTTP code (admission outcomes are in gardener_knative_admission_responses_total).",
@@ -48,7 +65,7 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"webhook"}),
 	}
-	reg.MustRegister(m.requests, m.latency, admissionResponses)
+	reg.MustRegister(m.requests, m.latency, m.unknownTenants, admissionResponses)
 	return m
 }
 
@@ -83,12 +100,37 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 	metrics := newServerMetrics(reg)
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(webhooks))
+	byPath := map[string]routedWebhook{}
 	for _, wh := range webhooks {
 		handler := metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log)
 		for _, path := range wh.Paths() {
 			mux.Handle(path, handler)
+			byPath[path] = routedWebhook{Webhook: wh, handler: handler}
 		}
 		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
+	}
+	if opts.ClientCAFile != "" && (opts.Tenants == nil || opts.CertFile == "") {
+		return fmt.Errorf("client certificate authentication (CLIENT_CA_FILE) needs the multi-tenant mode and TLS (TLS_CERT_FILE, TLS_KEY_FILE)")
+	}
+	var clientCAs *x509.CertPool
+	if opts.Tenants != nil {
+		router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, prefix: opts.TenantPrefix, authenticate: opts.ClientCAFile != "", metrics: metrics, log: log}
+		if router.prefix == "" {
+			router.prefix = DefaultTenantPrefix
+		}
+		if opts.ClientCAFile != "" {
+			pem, err := os.ReadFile(opts.ClientCAFile)
+			if err != nil {
+				return fmt.Errorf("reading client CA: %w", err)
+			}
+			clientCAs = x509.NewCertPool()
+			if !clientCAs.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("client CA %s holds no PEM certificate", opts.ClientCAFile)
+			}
+		}
+		// Every path that is not a webhook's, /healthz, /readyz or /metrics may be a tenant's.
+		mux.Handle("/", router)
+		names = append(names, "tenants=/"+router.prefix+"*/<path>")
 	}
 	var tlsConfig *tls.Config
 	if opts.CertFile != "" || opts.KeyFile != "" {
@@ -102,6 +144,11 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 			}
 		}()
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}
+		if clientCAs != nil {
+			// Only asked, not required, at the handshake: health probes and the seed's own
+			// kube-apiserver (unprefixed paths) come without one; tenant paths check it.
+			tlsConfig.ClientAuth, tlsConfig.ClientCAs = tls.VerifyClientCertIfGiven, clientCAs
+		}
 	}
 	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
 }

@@ -28,6 +28,9 @@ type Webhook struct {
 	MorePaths []string
 	// Handler answers AdmissionReviews (see Admission) or SubjectAccessReviews (see Authorization).
 	Handler http.Handler
+	// authorization says the handler answers SubjectAccessReviews (else AdmissionReviews): the
+	// server answers requests it refuses itself (unknown tenants) in the same kind.
+	authorization bool
 }
 
 // Deps are what a webhook's constructor gets.
@@ -35,7 +38,9 @@ type Deps struct {
 	// Source reads the cluster the server runs in (the seed): e.g. the shoot's Machines in its
 	// control-plane namespace.
 	Source client.Reader
-	// Target reads the cluster whose requests are admitted (the seed itself or a shoot).
+	// Target reads the cluster whose requests are admitted (the seed itself or a shoot). In the
+	// multi-tenant mode it reads the cluster of the request's tenant (from the ctx, see
+	// TenantFrom): handlers must read through the request's ctx.
 	Target client.Reader
 	// Config is GRM's component configuration, defaulted; its webhooks section configures
 	// each webhook.

@@ -11,9 +11,13 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/highavailabilityconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/kubernetesservicehost"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/podkubeapiserverloadbalancing"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/podschedulername"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/podtopologyspreadconstraints"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/seccompprofile"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/systemcomponentsconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/vpainplaceupdates"
 )
 
 // webhooks are all the webhooks the server knows.
@@ -27,6 +31,10 @@ var webhooks = []webhook.Constructor{
 	crddeletionprotection.Webhook,
 	extensionvalidation.Webhook,
 	nodeagentauthorizer.Webhook,
+	podschedulername.Webhook,
+	seccompprofile.Webhook,
+	podkubeapiserverloadbalancing.Webhook,
+	vpainplaceupdates.Webhook,
 }
 
 func main() { webhook.Main(webhooks) }

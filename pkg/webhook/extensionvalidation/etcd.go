@@ -1,42 +1,21 @@
 package extensionvalidation
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// etcd is the part of etcd-druid's Etcd (druid.gardener.cloud/v1alpha1) that its validation
-// reads: druid's API module is not a dependency of this one.
+// etcd is etcd-druid's Etcd (druid.gardener.cloud/v1alpha1) as far as its validation reads it:
+// druid's API module is not a dependency of this one (see etcdSpec).
 type etcd struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              etcdSpec `json:"spec"`
-}
-
-type etcdSpec struct {
-	Backup struct {
-		Store *struct {
-			Prefix   string  `json:"prefix"`
-			Provider *string `json:"provider,omitempty"`
-		} `json:"store,omitempty"`
-	} `json:"backup"`
-	MemberNamePrefix *string `json:"memberNamePrefix,omitempty"`
-
-	// all is the whole spec, which must not change while the Etcd is being deleted.
-	all any
-}
-
-func (s *etcdSpec) UnmarshalJSON(data []byte) error {
-	type fields etcdSpec // without this method
-	if err := json.Unmarshal(data, (*fields)(s)); err != nil {
-		return err
-	}
-	return json.Unmarshal(data, &s.all)
 }
 
 // etcds are validated as etcd-druid does (its api/validation): the rules are about the backup
@@ -44,7 +23,12 @@ func (s *etcdSpec) UnmarshalJSON(data []byte) error {
 var etcds = rules[etcd, *etcd]{
 	kind:       schema.GroupKind{Group: "druid.gardener.cloud", Kind: "Etcd"},
 	namespaced: true,
-	spec:       func(o *etcd) any { return o.Spec.all },
+	spec:       func(o *etcd) any { return &o.Spec },
+	// Druid refuses any spec change of an Etcd being deleted as an immutable spec, showing
+	// the new one.
+	changedWhileDeleting: func(n *etcd) *field.Error {
+		return field.Invalid(specPath, &n.Spec, apivalidation.FieldImmutableErrorMsg)
+	},
 	valid: func(o *etcd) field.ErrorList {
 		store := o.Spec.Backup.Store
 		if store == nil {

@@ -136,13 +136,16 @@ func TestNoSpecChangeWhileDeleting(t *testing.T) {
 
 func TestSpecChanges(t *testing.T) {
 	a, b := infrastructure().Spec, infrastructure().Spec
-	assert.Empty(t, specChanges(&a, &b))
+	assert.Empty(t, specChanges(&a, &b, nil, nil))
 	b.SSHPublicKey = []byte{}
-	assert.Empty(t, specChanges(&a, &b), "nil and empty are equal")
+	assert.Empty(t, specChanges(&a, &b, nil, nil), "nil and empty are equal")
 	b.Region = "other"
-	assert.Equal(t, []string{"spec.region"}, specChanges(&a, &b))
+	assert.Equal(t, []string{"spec.region"}, specChanges(&a, &b, nil, nil))
 	a.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{}`)}
-	assert.Equal(t, []string{"spec.providerConfig", "spec.region"}, specChanges(&a, &b))
+	assert.Equal(t, []string{"spec.providerConfig", "spec.region"}, specChanges(&a, &b, nil, nil))
+	assert.Equal(t, []string{"spec.future", "spec.providerConfig", "spec.region"},
+		specChanges(&a, &b, map[string]any{"future": "x"}, map[string]any{"future": "y"}), "members the types do not know count")
+	assert.Equal(t, []string{"spec.future"}, specChanges(&b, &b, nil, map[string]any{"future": "y"}))
 }
 
 func TestOtherOperationsPass(t *testing.T) {

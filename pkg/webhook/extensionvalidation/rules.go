@@ -1,6 +1,7 @@
 package extensionvalidation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -64,6 +65,9 @@ type rules[T any, P interface {
 	valid func(P) field.ErrorList
 	// immutable checks what an UPDATE changes.
 	immutable func(newObj, oldObj P) field.ErrorList
+	// changedWhileDeleting is the error for a spec changed while the object is being deleted;
+	// nil is Gardener's Forbidden for extension kinds.
+	changedWhileDeleting func(newObj P) *field.Error
 }
 
 func (r rules[T, P]) groupKind() schema.GroupKind { return r.kind }
@@ -80,47 +84,101 @@ func (r rules[T, P]) validate(req admission.Request) (string, field.ErrorList, e
 			return "", nil, fmt.Errorf("decoding old %s: %w", r.kind.Kind, err)
 		}
 		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)...)
-		errs = append(errs, r.update(obj, old)...)
+		updateErrs, err := r.update(obj, old, req.Object.Raw, req.OldObject.Raw)
+		if err != nil {
+			return "", nil, err
+		}
+		errs = append(errs, updateErrs...)
 	}
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, r.namespaced, apivalidation.NameIsDNSSubdomain, metadataPath)...)
 	errs = append(errs, r.valid(obj)...)
 	return obj.GetName(), errs, nil
 }
 
-func (r rules[T, P]) update(newObj, oldObj P) field.ErrorList {
+func (r rules[T, P]) update(newObj, oldObj P, newRaw, oldRaw []byte) (field.ErrorList, error) {
 	if newObj.GetDeletionTimestamp() != nil {
 		// The extension controller is tearing down what the old spec describes.
-		if changes := specChanges(r.spec(newObj), r.spec(oldObj)); len(changes) > 0 {
-			return field.ErrorList{field.Forbidden(specPath, fmt.Sprintf("cannot update %s spec if deletion timestamp is set. Requested changes: %s", r.kind.Kind, strings.Join(changes, ",")))}
+		newSpec, oldSpec := r.spec(newObj), r.spec(oldObj)
+		newUnknown, err := unknownSpecMembers(newSpec, newRaw)
+		if err != nil {
+			return nil, err
+		}
+		oldUnknown, err := unknownSpecMembers(oldSpec, oldRaw)
+		if err != nil {
+			return nil, err
+		}
+		if changes := specChanges(newSpec, oldSpec, newUnknown, oldUnknown); len(changes) > 0 {
+			if r.changedWhileDeleting != nil {
+				return field.ErrorList{r.changedWhileDeleting(newObj)}, nil
+			}
+			return field.ErrorList{field.Forbidden(specPath, fmt.Sprintf("cannot update %s spec if deletion timestamp is set. Requested changes: %s", r.kind.Kind, strings.Join(changes, ",")))}, nil
 		}
 	}
-	return r.immutable(newObj, oldObj)
+	return r.immutable(newObj, oldObj), nil
 }
 
-// specChanges names the spec's top-level fields that differ (nil and empty count as equal,
-// as in Kubernetes' semantic equality), or nothing when the specs are equal.
-func specChanges(newSpec, oldSpec any) []string {
-	if apiequality.Semantic.DeepEqual(newSpec, oldSpec) {
+// unknownSpecMembers are the members of the object's spec (raw, as the API server sent it)
+// that the type of spec does not declare (see unknownMembers).
+func unknownSpecMembers(spec any, raw []byte) (any, error) {
+	var obj struct {
+		Spec any `json:"spec"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	// Numbers stay literals: two integers beyond float64's precision must not compare equal.
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("decoding spec: %w", err)
+	}
+	return unknownMembers(reflect.TypeOf(spec), obj.Spec), nil
+}
+
+// specChanges names the spec's top-level fields that differ, or nothing when the specs are
+// equal: the typed values semantically (quantities by value, nil and empty alike, as Kubernetes'
+// semantic equality and Gardener compare them), and the members the types do not know (newer
+// fields) as JSON. The spec itself is named when no single field can be.
+func specChanges(newSpec, oldSpec, newUnknown, oldUnknown any) []string {
+	typedEqual := apiequality.Semantic.DeepEqual(newSpec, oldSpec)
+	unknownEqual := reflect.DeepEqual(newUnknown, oldUnknown)
+	if typedEqual && unknownEqual {
 		return nil
 	}
-	newFields, errNew := fields(newSpec)
-	oldFields, errOld := fields(oldSpec)
-	if errNew != nil || errOld != nil {
-		return []string{specPath.String()}
-	}
-	var changes []string
-	for name, v := range newFields {
-		if !reflect.DeepEqual(v, oldFields[name]) {
-			changes = append(changes, specPath.Child(name).String())
+	changed := map[string]bool{}
+	if !typedEqual {
+		newFields, errNew := fields(newSpec)
+		oldFields, errOld := fields(oldSpec)
+		if errNew == nil && errOld == nil {
+			for name, v := range newFields {
+				if !reflect.DeepEqual(v, oldFields[name]) {
+					changed[name] = true
+				}
+			}
+			for name := range oldFields {
+				if _, ok := newFields[name]; !ok {
+					changed[name] = true
+				}
+			}
 		}
 	}
-	for name := range oldFields {
-		if _, ok := newFields[name]; !ok {
-			changes = append(changes, specPath.Child(name).String())
+	if !unknownEqual {
+		newMembers, _ := newUnknown.(map[string]any)
+		oldMembers, _ := oldUnknown.(map[string]any)
+		for name, v := range newMembers {
+			if !reflect.DeepEqual(v, oldMembers[name]) {
+				changed[name] = true
+			}
+		}
+		for name := range oldMembers {
+			if _, ok := newMembers[name]; !ok {
+				changed[name] = true
+			}
 		}
 	}
-	if len(changes) == 0 {
+	if len(changed) == 0 {
 		return []string{specPath.String()}
+	}
+	changes := make([]string, 0, len(changed))
+	for name := range changed {
+		changes = append(changes, specPath.Child(name).String())
 	}
 	slices.Sort(changes)
 	return changes

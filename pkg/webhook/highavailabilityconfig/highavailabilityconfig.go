@@ -14,20 +14,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/kelseyhightower/envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
 )
 
 const (
@@ -37,16 +41,56 @@ const (
 	Path = "/webhooks/high-availability-config"
 )
 
+// DefaultCacheTTL is how long a Namespace's policy, a namespace's HPAs and the node count are
+// reused (see Config.CacheTTL).
+const DefaultCacheTTL = time.Second
+
+// cacheSize bounds each of the three caches: namespaces (of all tenants) that workloads are
+// admitted in within one TTL.
+const cacheSize = 4096
+
+// Config is the webhook's configuration besides the component configuration.
+type Config struct {
+	// CacheTTL is how long the reads are reused; 0 reads the API server for every request.
+	// A Namespace annotation changed less than this before an object is admitted may not
+	// apply to it yet (see docs/webhooks/high-availability-config.md).
+	CacheTTL time.Duration `envconfig:"HIGH_AVAILABILITY_CONFIG_CACHE_TTL" default:"1s"`
+}
+
 // Webhook is the constructor the server registers. It reads Namespaces, HPAs and Nodes of the
-// target cluster, the one whose objects it admits.
+// target cluster, the one whose objects it admits, reused for
+// HIGH_AVAILABILITY_CONFIG_CACHE_TTL.
 var Webhook = webhook.Constructor{
-	Name: Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
-		return c.Webhooks.HighAvailabilityConfig.Enabled
-	},
+	Name:    Name,
+	Enabled: enabled,
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		return webhook.Admission(Name, Path, Handler(deps.Target, deps.Config.Webhooks.HighAvailabilityConfig, deps.Log), deps.Log), nil
+		var cfg Config
+		if err := envconfig.Process("", &cfg); err != nil {
+			return webhook.Webhook{}, err
+		}
+		return newWebhook(deps, cfg.CacheTTL)
 	},
+}
+
+// WithCacheTTL is Webhook with a fixed cache TTL instead of the environment's.
+func WithCacheTTL(ttl time.Duration) webhook.Constructor {
+	return webhook.Constructor{
+		Name:    Name,
+		Enabled: enabled,
+		New:     func(deps webhook.Deps) (webhook.Webhook, error) { return newWebhook(deps, ttl) },
+	}
+}
+
+func enabled(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+	return c.Webhooks.HighAvailabilityConfig.Enabled
+}
+
+func newWebhook(deps webhook.Deps, ttl time.Duration) (webhook.Webhook, error) {
+	h, err := Handler(deps.Target, deps.Config.Webhooks.HighAvailabilityConfig, deps.Clock, ttl, deps.Log)
+	if err != nil {
+		return webhook.Webhook{}, err
+	}
+	return webhook.Admission(Name, Path, h, deps.Log), nil
 }
 
 var (
@@ -55,16 +99,38 @@ var (
 	hpaKind         = schema.GroupKind{Group: autoscalingv2.GroupName, Kind: "HorizontalPodAutoscaler"}
 )
 
-// Handler mutates the objects it is sent; target reads the admitted cluster, cfg gives the
-// toleration seconds (nil adds no toleration).
-func Handler(target client.Reader, cfg rmv1alpha1.HighAvailabilityConfigWebhookConfig, log *slog.Logger) admission.Handler {
-	return &handler{target: target, cfg: cfg, log: log}
+// Handler mutates the objects it is sent; target reads the admitted cluster, its reads are
+// reused for cacheTTL (as told by clk; 0 reads every time, a negative TTL is an error), cfg
+// gives the toleration seconds (nil adds no toleration).
+func Handler(target client.Reader, cfg rmv1alpha1.HighAvailabilityConfigWebhookConfig, clk clock.PassiveClock, cacheTTL time.Duration, log *slog.Logger) (admission.Handler, error) {
+	h := &handler{target: target, cfg: cfg, log: log}
+	var err error
+	if h.policies, err = cache.New(cache.Options[policy]{TTL: cacheTTL, Size: cacheSize, Clock: clk}); err != nil {
+		return nil, fmt.Errorf("namespace cache: %w", err)
+	}
+	if h.scalers, err = cache.New(cache.Options[[]scaler]{TTL: cacheTTL, Size: cacheSize, Clock: clk}); err != nil {
+		return nil, fmt.Errorf("HPA cache: %w", err)
+	}
+	if h.multipleNodes, err = cache.New(cache.Options[bool]{TTL: cacheTTL, Size: cacheSize, Clock: clk}); err != nil {
+		return nil, fmt.Errorf("node cache: %w", err)
+	}
+	return h, nil
 }
 
 type handler struct {
 	target client.Reader
 	cfg    rmv1alpha1.HighAvailabilityConfigWebhookConfig
 	log    *slog.Logger
+	// policies by namespace, scalers by namespace, multipleNodes under "": per tenant.
+	policies      *cache.Cache[policy]
+	scalers       *cache.Cache[[]scaler]
+	multipleNodes *cache.Cache[bool]
+}
+
+// scaler is what the webhook needs of an HPA: what it scales, and up to how many replicas.
+type scaler struct {
+	apiVersion, kind, name string
+	maxReplicas            int32
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -128,10 +194,12 @@ type policy struct {
 	zonePinning bool
 }
 
-// policy reads the Namespace on every request: a cache would answer with a failure tolerance
-// or zones the Namespace no longer has, right when Gardener changes them and then rolls
-// workloads to apply them.
+// policy reads the Namespace's policy, reused for the cache TTL.
 func (h *handler) policy(ctx context.Context, namespace string) (policy, error) {
+	return h.policies.Get(ctx, namespace, func(ctx context.Context) (policy, error) { return h.readPolicy(ctx, namespace) })
+}
+
+func (h *handler) readPolicy(ctx context.Context, namespace string) (policy, error) {
 	ns := &corev1.Namespace{}
 	if err := h.target.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return policy{}, fmt.Errorf("reading namespace %q: %w", namespace, err)
@@ -188,14 +256,25 @@ func (h *handler) mutateWorkload(ctx context.Context, req admission.Request, p p
 // horizontalScaling tells whether an HPA in the namespace scales the admitted object, and its
 // maxReplicas.
 func (h *handler) horizontalScaling(ctx context.Context, req admission.Request) (bool, int32, error) {
-	hpas := &autoscalingv2.HorizontalPodAutoscalerList{}
-	if err := h.target.List(ctx, hpas, client.InNamespace(req.Namespace)); err != nil {
-		return false, 0, fmt.Errorf("listing HPAs: %w", err)
+	scalers, err := h.scalers.Get(ctx, req.Namespace, func(ctx context.Context) ([]scaler, error) {
+		hpas := &autoscalingv2.HorizontalPodAutoscalerList{}
+		if err := h.target.List(ctx, hpas, client.InNamespace(req.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing HPAs: %w", err)
+		}
+		scalers := make([]scaler, 0, len(hpas.Items))
+		for _, hpa := range hpas.Items {
+			ref := hpa.Spec.ScaleTargetRef
+			scalers = append(scalers, scaler{apiVersion: ref.APIVersion, kind: ref.Kind, name: ref.Name, maxReplicas: hpa.Spec.MaxReplicas})
+		}
+		return scalers, nil
+	})
+	if err != nil {
+		return false, 0, err
 	}
 	apiVersion := schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String()
-	for _, hpa := range hpas.Items {
-		if ref := hpa.Spec.ScaleTargetRef; ref.APIVersion == apiVersion && ref.Kind == req.Kind.Kind && ref.Name == req.Name {
-			return true, hpa.Spec.MaxReplicas, nil
+	for _, s := range scalers {
+		if s.apiVersion == apiVersion && s.kind == req.Kind.Kind && s.name == req.Name {
+			return true, s.maxReplicas, nil
 		}
 	}
 	return false, 0, nil
@@ -204,10 +283,12 @@ func (h *handler) horizontalScaling(ctx context.Context, req admission.Request) 
 // hasMultipleNodes tells whether the cluster has more than one Node: on a single node,
 // enforcing a spread over hosts would leave every replica but one pending.
 func (h *handler) hasMultipleNodes(ctx context.Context) (bool, error) {
-	nodes := &metav1.PartialObjectMetadataList{}
-	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := h.target.List(ctx, nodes, client.Limit(2)); err != nil {
-		return false, fmt.Errorf("listing nodes: %w", err)
-	}
-	return len(nodes.Items) > 1, nil
+	return h.multipleNodes.Get(ctx, "", func(ctx context.Context) (bool, error) {
+		nodes := &metav1.PartialObjectMetadataList{}
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := h.target.List(ctx, nodes, client.Limit(2)); err != nil {
+			return false, fmt.Errorf("listing nodes: %w", err)
+		}
+		return len(nodes.Items) > 1, nil
+	})
 }

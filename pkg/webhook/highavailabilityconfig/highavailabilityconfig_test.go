@@ -2,11 +2,14 @@ package highavailabilityconfig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -17,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -46,7 +50,15 @@ func newHandlerWith(t testing.TB, cfg rmv1alpha1.HighAvailabilityConfigWebhookCo
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: annotations}}
 	// client-go's scheme, as the webhook server's clients have.
 	c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(append(objs, namespace)...).Build()
-	return Handler(c, cfg, webhooktest.Log)
+	return handlerFor(t, c, cfg)
+}
+
+// handlerFor serves target c with the default cache TTL on a clock that does not move.
+func handlerFor(t testing.TB, c client.Reader, cfg rmv1alpha1.HighAvailabilityConfigWebhookConfig) admission.Handler {
+	t.Helper()
+	h, err := Handler(c, cfg, testclock.NewFakePassiveClock(time.Unix(0, 0)), DefaultCacheTTL, webhooktest.Log)
+	require.NoError(t, err)
+	return h
 }
 
 // nodes are n Nodes.
@@ -194,7 +206,7 @@ func TestUpdatesAreMutatedLikeCreates(t *testing.T) {
 
 func TestMissingNamespaceIsAnError(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).Build()
-	resp := Handler(c, testConfig, webhooktest.Log).Handle(context.Background(), webhooktest.Request(t, admissionv1.Create, deployment(new(int32(1)), nil, nil), nil))
+	resp := handlerFor(t, c, testConfig).Handle(context.Background(), webhooktest.Request(t, admissionv1.Create, deployment(new(int32(1)), nil, nil), nil))
 	assert.False(t, resp.Allowed)
 	assert.EqualValues(t, http.StatusInternalServerError, resp.Result.Code)
 }
@@ -211,7 +223,7 @@ func TestFailedReadsAreErrors(t *testing.T) {
 					return c.List(ctx, l, opts...)
 				},
 			}).Build()
-			resp := Handler(c, testConfig, webhooktest.Log).Handle(context.Background(), webhooktest.Request(t, admissionv1.Create, deployment(new(int32(1)), nil, nil), nil))
+			resp := handlerFor(t, c, testConfig).Handle(context.Background(), webhooktest.Request(t, admissionv1.Create, deployment(new(int32(1)), nil, nil), nil))
 			assert.False(t, resp.Allowed)
 			assert.EqualValues(t, http.StatusInternalServerError, resp.Result.Code)
 		})
@@ -268,4 +280,80 @@ func FuzzHighAvailabilityConfig(f *testing.F) {
 	hpaReq := webhooktest.Request(f, admissionv1.Create, hpa(new(int32(1)), 1, typed("controller"), nil), nil)
 	webhooktest.FuzzAdmission(f, webhook.Admission(Name, Path, h, webhooktest.Log),
 		webhooktest.AdmissionReview(f, req), webhooktest.AdmissionReview(f, statefulSetReq), webhooktest.AdmissionReview(f, hpaReq))
+}
+
+// The Namespace, the HPAs and the node count are read once per TTL and tenant: a Namespace
+// annotation changed within the TTL applies once it has passed; another tenant never gets
+// the first one's reads.
+func TestReadsAreReusedForTheTTLPerTenant(t *testing.T) {
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: failureTolerance("zone")}}
+	reads := map[string]int{}
+	c := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(append(nodes(3), namespace)...).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads["namespace"]++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			gvk, _ := c.GroupVersionKindFor(l)
+			reads[gvk.Kind]++
+			return c.List(ctx, l, opts...)
+		},
+	}).Build()
+	clk := testclock.NewFakePassiveClock(time.Unix(0, 0))
+	h, err := Handler(c, testConfig, clk, DefaultCacheTTL, webhooktest.Log)
+	require.NoError(t, err)
+	ctx := context.Background()
+	admit := func(ctx context.Context) *appsv1.Deployment {
+		t.Helper()
+		req := webhooktest.Request(t, admissionv1.Create, deployment(new(int32(1)), typed("server"), nil), nil)
+		resp := h.Handle(ctx, req)
+		require.True(t, resp.Allowed)
+		ops, err := json.Marshal(resp.Patches)
+		require.NoError(t, err)
+		patch, err := jsonpatch.DecodePatch(ops)
+		require.NoError(t, err)
+		patched, err := patch.Apply(req.Object.Raw)
+		require.NoError(t, err)
+		out := &appsv1.Deployment{}
+		require.NoError(t, json.Unmarshal(patched, out))
+		return out
+	}
+	once := map[string]int{"namespace": 1, "HorizontalPodAutoscalerList": 1, "NodeList": 1}
+
+	admit(ctx)
+	admit(ctx)
+	assert.Equal(t, once, reads)
+
+	namespace.Annotations = merge(failureTolerance("zone"), map[string]string{resourcesv1alpha1.HighAvailabilityConfigZones: "a,b"})
+	require.NoError(t, c.Update(ctx, namespace))
+	clk.SetTime(clk.Now().Add(DefaultCacheTTL))
+	assert.Nil(t, admit(ctx).Spec.Template.Spec.Affinity, "within the TTL, the zones are not known yet")
+	assert.Equal(t, once, reads)
+
+	otherTenant := webhook.WithTenant(ctx, "shoot--other--cluster")
+	assert.NotNil(t, admit(otherTenant).Spec.Template.Spec.Affinity, "another tenant reads its own cluster")
+	assert.Equal(t, map[string]int{"namespace": 2, "HorizontalPodAutoscalerList": 2, "NodeList": 2}, reads)
+
+	clk.SetTime(clk.Now().Add(time.Nanosecond))
+	assert.NotNil(t, admit(ctx).Spec.Template.Spec.Affinity, "after the TTL, the zones apply")
+	assert.Equal(t, map[string]int{"namespace": 3, "HorizontalPodAutoscalerList": 3, "NodeList": 3}, reads)
+}
+
+func TestConstructorReadsTheCacheTTL(t *testing.T) {
+	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
+	assert.False(t, Webhook.Enabled(cfg))
+	cfg.Webhooks.HighAvailabilityConfig = testConfig
+	assert.True(t, Webhook.Enabled(cfg))
+	deps := webhook.Deps{Target: fake.NewClientBuilder().Build(), Config: cfg, Clock: testclock.NewFakePassiveClock(time.Unix(0, 0)), Log: webhooktest.Log}
+
+	wh, err := Webhook.New(deps)
+	require.NoError(t, err)
+	assert.Equal(t, Path, wh.Path)
+	t.Setenv("HIGH_AVAILABILITY_CONFIG_CACHE_TTL", "soon")
+	_, err = Webhook.New(deps)
+	assert.Error(t, err)
+	_, err = WithCacheTTL(-time.Second).New(deps)
+	assert.Error(t, err)
+	_, err = WithCacheTTL(0).New(deps)
+	assert.NoError(t, err)
 }

@@ -3,7 +3,9 @@ package kubernetesservicehost
 import (
 	"testing"
 
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,4 +56,24 @@ func FuzzKubernetesServiceHost(f *testing.F) {
 func BenchmarkKubernetesServiceHost(b *testing.B) {
 	wh := webhook.Admission(Name, Path, Handler("api.example.com"), webhooktest.Log)
 	webhooktest.BenchmarkAdmission(b, wh, webhooktest.AdmissionReview(b, webhooktest.Request(b, admissionv1.Create, pod(), nil)))
+}
+
+// The host comes from the component configuration, the environment overrides it, and the
+// server does not start without one: Pods would get an empty variable.
+func TestConstructorNeedsAHost(t *testing.T) {
+	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
+	deps := webhook.Deps{Config: cfg, Log: webhooktest.Log}
+	_, err := Webhook.New(deps)
+	assert.Error(t, err)
+
+	cfg.Webhooks.KubernetesServiceHost = rmv1alpha1.KubernetesServiceHostWebhookConfig{Enabled: true, Host: "api.example.com"}
+	assert.True(t, Webhook.Enabled(cfg))
+	wh, err := Webhook.New(deps)
+	require.NoError(t, err)
+	assert.Equal(t, Path, wh.Path)
+
+	cfg.Webhooks.KubernetesServiceHost.Host = ""
+	t.Setenv("KUBERNETES_SERVICE_HOST_WEBHOOK_HOST", "api.from.env")
+	_, err = Webhook.New(deps)
+	assert.NoError(t, err)
 }

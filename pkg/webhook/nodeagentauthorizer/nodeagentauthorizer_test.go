@@ -3,6 +3,7 @@ package nodeagentauthorizer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -28,11 +30,15 @@ import (
 )
 
 const (
-	user      = "gardener.cloud:node-agent:machine:machine-1"
-	machineNS = "shoot--project--shoot"
+	agentPrefix = "gardener.cloud:node-agent:machine:"
+	user        = agentPrefix + "machine-1"
+	machineNS   = "shoot--project--shoot"
+	secretLabel = "worker.gardener.cloud/gardener-node-agent-secret-name"
 )
 
-func machine(name, node, secret string) *unstructured.Unstructured {
+var agents = []string{"gardener.cloud:node-agents", "system:authenticated"}
+
+func machine(name, node, oscSecret string) *unstructured.Unstructured {
 	m := &unstructured.Unstructured{}
 	m.SetGroupVersionKind(machineGVK)
 	m.SetNamespace(machineNS)
@@ -40,155 +46,447 @@ func machine(name, node, secret string) *unstructured.Unstructured {
 	if node != "" {
 		m.SetLabels(map[string]string{"node": node})
 	}
-	_ = unstructured.SetNestedField(m.Object, secret, "spec", "nodeTemplate", "metadata", "labels", "worker.gardener.cloud/gardener-node-agent-secret-name")
+	_ = unstructured.SetNestedField(m.Object, oscSecret, "spec", "nodeTemplate", "metadata", "labels", secretLabel)
 	return m
 }
 
-func newAuthorizer(t testing.TB) (*Authorizer, *int) {
-	t.Helper()
-	machineReads := 0
-	source := fake.NewClientBuilder().WithScheme(scheme.Gardener).
-		WithObjects(machine("machine-1", "node-1", "gardener-node-agent-pool-a"), machine("machine-unjoined", "", "")).
-		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			machineReads++
-			return c.Get(ctx, key, obj, opts...)
-		}}).Build()
-	target := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(
-		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "own"}, Spec: certificatesv1.CertificateSigningRequestSpec{Username: user}},
-		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: certificatesv1.CertificateSigningRequestSpec{Username: "someone"}},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "machine-gardenadm", Labels: map[string]string{"worker.gardener.cloud/gardener-node-agent-secret-name": "gardener-node-agent-pool-b"}}},
-	).Build()
-	clk := testclock.NewFakeClock(time.Now())
-	return New(source, target, ptr.To(machineNS), clk, Config{MachineCacheTTL: time.Minute, MachineCacheSize: 10}), &machineReads
+// oscPoolA's OperatingSystemConfig references ref-all (every host), ref-host-1 and ref-host-2
+// (one host each) and, from an extension, ref-ext.
+const oscPoolA = `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: OperatingSystemConfig
+spec:
+  type: ubuntu
+  files:
+  - path: /a
+    content: {secretRef: {name: ref-all, dataKey: x}}
+  - path: /b
+    hostName: host-1
+    content: {secretRef: {name: ref-host-1, dataKey: x}}
+  - path: /b
+    hostName: host-2
+    content: {secretRef: {name: ref-host-2, dataKey: x}}
+  - path: /c
+    content: {inline: {data: abc}}
+status:
+  extensionFiles:
+  - path: /d
+    content: {secretRef: {name: ref-ext, dataKey: x}}
+`
+
+// oscPoolB's has no apiVersion and kind, as node agents accept.
+const oscPoolB = `spec:
+  files:
+  - path: /a
+    content: {secretRef: {name: ref-b, dataKey: x}}
+`
+
+func oscSecret(name, pool, osc string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"worker.gardener.cloud/pool": pool}},
+		Data:       map[string][]byte{"osc.yaml": []byte(osc)},
+	}
 }
 
-func review(user string, groups []string, verb, group, resource, subresource, namespace, name string) authorizationv1.SubjectAccessReviewSpec {
-	return authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &authorizationv1.ResourceAttributes{
+func node(name, hostname, oscSecret string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": hostname}}}
+	if oscSecret != "" {
+		n.Labels[secretLabel] = oscSecret
+	}
+	return n
+}
+
+func pod(namespace, name, nodeName string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: corev1.PodSpec{NodeName: nodeName}}
+}
+
+type fixture struct {
+	source, target client.WithWatch
+	machineReads   int
+	clock          *testclock.FakeClock
+}
+
+// newFixture holds, in the source, the Machines machine-1 (node-1, pool a), machine-ghost
+// (a Node that does not exist), machine-unjoined (no Node yet), machine-nopool (no OSC secret)
+// and, in the target, Nodes, OSC secrets, Pods and CSRs.
+func newFixture() *fixture {
+	f := &fixture{clock: testclock.NewFakeClock(time.Now())}
+	f.source = fake.NewClientBuilder().WithScheme(scheme.Gardener).
+		WithObjects(machine("machine-1", "node-1", "osc-pool-a"), machine("machine-ghost", "node-gone", "osc-pool-a"),
+			machine("machine-unjoined", "", "osc-pool-a"), machine("machine-nopool", "node-1", "")).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			f.machineReads++
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
+	f.target = fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(
+		node("node-1", "host-1", "osc-pool-a"),
+		node("node-2", "host-2", "osc-pool-a"),
+		node("gardenadm-node", "host-2", "osc-pool-b"),
+		// Its agent patched its secret-name label to a Secret that is no OSC secret.
+		node("patched-node", "host-1", "not-osc"),
+		oscSecret("osc-pool-a", "a", oscPoolA),
+		oscSecret("osc-pool-b", "b", oscPoolB),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-osc", Namespace: "kube-system"}},
+		// An OSC-labelled Secret outside kube-system named like a kube-system Secret that is
+		// none: it must not make that one readable.
+		func() *corev1.Secret { s := oscSecret("not-osc", "c", oscPoolB); s.Namespace = "default"; return s }(),
+		pod("default", "on-node-1", "node-1"),
+		pod("default", "on-node-2", "node-2"),
+		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "own"}, Spec: certificatesv1.CertificateSigningRequestSpec{Username: user}},
+		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: certificatesv1.CertificateSigningRequestSpec{Username: "someone"}},
+	).Build()
+	return f
+}
+
+func (f *fixture) authorizer(t testing.TB, machineNamespace *string, withSelectors bool) *Authorizer {
+	t.Helper()
+	return f.authorizerReading(t, f.target, machineNamespace, withSelectors)
+}
+
+func (f *fixture) authorizerReading(t testing.TB, target client.Reader, machineNamespace *string, withSelectors bool) *Authorizer {
+	t.Helper()
+	a, err := New(f.source, target, machineNamespace, f.clock, Config{MachineCacheTTL: time.Minute, MachineCacheSize: 10, AuthorizeWithSelectors: withSelectors})
+	require.NoError(t, err)
+	return a
+}
+
+func review(user, verb, group, resource, subresource, namespace, name string) authorizationv1.SubjectAccessReviewSpec {
+	return authorizationv1.SubjectAccessReviewSpec{User: user, Groups: agents, ResourceAttributes: &authorizationv1.ResourceAttributes{
 		Verb: verb, Group: group, Resource: resource, Subresource: subresource, Namespace: namespace, Name: name,
 	}}
 }
 
-var agents = []string{"gardener.cloud:node-agents", "system:authenticated"}
+func withFieldSelector(spec authorizationv1.SubjectAccessReviewSpec, s authorizationv1.FieldSelectorAttributes) authorizationv1.SubjectAccessReviewSpec {
+	attrs := *spec.ResourceAttributes
+	attrs.FieldSelector = &s
+	spec.ResourceAttributes = &attrs
+	return spec
+}
 
-func TestRulesTable(t *testing.T) {
-	a, _ := newAuthorizer(t)
-	for _, tc := range []struct {
-		name string
-		spec authorizationv1.SubjectAccessReviewSpec
-		want webhook.Decision
-	}{
-		// Who is a node agent.
-		{"other users: no opinion", review("alice", agents, "get", "", "nodes", "", "", "node-1"), webhook.NoOpinion},
-		{"node-agent name without the group: no opinion", review(user, []string{"system:authenticated"}, "get", "", "nodes", "", "", "node-1"), webhook.NoOpinion},
-		{"node-agent without machine name", review("gardener.cloud:node-agent:machine:", agents, "get", "", "nodes", "", "", "node-1"), webhook.Deny},
-		{"non-resource request", authorizationv1.SubjectAccessReviewSpec{User: user, Groups: agents, NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}}, webhook.Deny},
-		{"other resources", review(user, agents, "get", "", "configmaps", "", "kube-system", "x"), webhook.Deny},
-		{"pods are not in the table", review(user, agents, "list", "", "pods", "", "", ""), webhook.Deny},
+// outcome is an expected answer: a decision with its exact reason, or an evaluation error
+// containing errContains (which the kube-apiserver treats as no opinion).
+type outcome struct {
+	decision    webhook.Decision
+	reason      string
+	errContains string
+}
 
-		// CertificateSigningRequests: get, create.
-		{"create any CSR", review(user, agents, "create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), webhook.Allow},
-		{"get own CSR", review(user, agents, "get", "certificates.k8s.io", "certificatesigningrequests", "", "", "own"), webhook.Allow},
-		{"get foreign CSR", review(user, agents, "get", "certificates.k8s.io", "certificatesigningrequests", "", "", "foreign"), webhook.Deny},
-		{"get missing CSR", review(user, agents, "get", "certificates.k8s.io", "certificatesigningrequests", "", "", "missing"), webhook.Deny},
-		{"list CSRs", review(user, agents, "list", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), webhook.Deny},
-		{"CSR approval subresource", review(user, agents, "update", "certificates.k8s.io", "certificatesigningrequests", "approval", "", "own"), webhook.Deny},
+var (
+	allow = outcome{decision: webhook.Allow}
+	// denyAny is a denial whose reason the case does not pin.
+	denyAny = outcome{decision: webhook.Deny, reason: "*"}
+)
 
-		// Events: create, patch, in both groups.
-		{"create core event", review(user, agents, "create", "", "events", "", "default", ""), webhook.Allow},
-		{"patch events.k8s.io event", review(user, agents, "patch", "events.k8s.io", "events", "", "kube-system", "e"), webhook.Allow},
-		{"delete event", review(user, agents, "delete", "", "events", "", "default", "e"), webhook.Deny},
+func deny(reason string) outcome { return outcome{decision: webhook.Deny, reason: reason} }
+func evalError(s string) outcome { return outcome{errContains: s} }
+func (o outcome) isError() bool  { return o.errContains != "" }
+func noOpinion() outcome         { return outcome{decision: webhook.NoOpinion} }
+func verbs(list string) outcome {
+	return deny("only the following verbs are allowed for this resource type: " + list)
+}
+func subresources(l string) outcome {
+	return deny("only the following subresources are allowed for this resource type: " + l)
+}
 
-		// Leases: own lease in kube-system.
-		{"get own lease", review(user, agents, "get", "coordination.k8s.io", "leases", "", "kube-system", "gardener-node-agent-node-1"), webhook.Allow},
-		{"update own lease", review(user, agents, "update", "coordination.k8s.io", "leases", "", "kube-system", "gardener-node-agent-node-1"), webhook.Allow},
-		{"create lease in kube-system", review(user, agents, "create", "coordination.k8s.io", "leases", "", "kube-system", ""), webhook.Allow},
-		{"list leases in kube-system", review(user, agents, "list", "coordination.k8s.io", "leases", "", "kube-system", ""), webhook.Allow},
-		{"watch own lease", review(user, agents, "watch", "coordination.k8s.io", "leases", "", "kube-system", "gardener-node-agent-node-1"), webhook.Allow},
-		{"update another node's lease", review(user, agents, "update", "coordination.k8s.io", "leases", "", "kube-system", "gardener-node-agent-node-2"), webhook.Deny},
-		{"own lease name in another namespace", review(user, agents, "get", "coordination.k8s.io", "leases", "", "default", "gardener-node-agent-node-1"), webhook.Deny},
-		{"delete own lease", review(user, agents, "delete", "coordination.k8s.io", "leases", "", "kube-system", "gardener-node-agent-node-1"), webhook.Deny},
+type rule struct {
+	name string
+	spec authorizationv1.SubjectAccessReviewSpec
+	want outcome
+}
 
-		// Nodes: list all; get, watch, patch, update its own (and status).
-		{"list nodes", review(user, agents, "list", "", "nodes", "", "", ""), webhook.Allow},
-		{"watch all nodes", review(user, agents, "watch", "", "nodes", "", "", ""), webhook.Allow},
-		{"get own node", review(user, agents, "get", "", "nodes", "", "", "node-1"), webhook.Allow},
-		{"watch own node", review(user, agents, "watch", "", "nodes", "", "", "node-1"), webhook.Allow},
-		{"patch own node status", review(user, agents, "patch", "", "nodes", "status", "", "node-1"), webhook.Allow},
-		{"update own node", review(user, agents, "update", "", "nodes", "", "", "node-1"), webhook.Allow},
-		{"get another node", review(user, agents, "get", "", "nodes", "", "", "node-2"), webhook.Deny},
-		{"delete own node", review(user, agents, "delete", "", "nodes", "", "", "node-1"), webhook.Deny},
-		{"own node proxy subresource", review(user, agents, "get", "", "nodes", "proxy", "", "node-1"), webhook.Deny},
-		{"machine without node yet", review("gardener.cloud:node-agent:machine:machine-unjoined", agents, "get", "", "nodes", "", "", "node-1"), webhook.Deny},
-		{"unknown machine", review("gardener.cloud:node-agent:machine:ghost", agents, "get", "", "nodes", "", "", "node-1"), webhook.Deny},
-
-		// Secrets: gardener-valitail and the worker pool's node-agent secret in kube-system.
-		{"get valitail secret", review(user, agents, "get", "", "secrets", "", "kube-system", "gardener-valitail"), webhook.Allow},
-		{"watch own pool secret", review(user, agents, "watch", "", "secrets", "", "kube-system", "gardener-node-agent-pool-a"), webhook.Allow},
-		{"list own pool secret", review(user, agents, "list", "", "secrets", "", "kube-system", "gardener-node-agent-pool-a"), webhook.Allow},
-		{"get another pool's secret", review(user, agents, "get", "", "secrets", "", "kube-system", "gardener-node-agent-pool-b"), webhook.Deny},
-		{"list all secrets", review(user, agents, "list", "", "secrets", "", "kube-system", ""), webhook.Deny},
-		{"valitail secret elsewhere", review(user, agents, "get", "", "secrets", "", "default", "gardener-valitail"), webhook.Deny},
-		{"update valitail secret", review(user, agents, "update", "", "secrets", "", "kube-system", "gardener-valitail"), webhook.Deny},
-	} {
+func run(t *testing.T, a *Authorizer, rules []rule) {
+	t.Helper()
+	for _, tc := range rules {
 		t.Run(tc.name, func(t *testing.T) {
 			got, reason, err := a.Authorize(context.Background(), tc.spec)
+			if tc.want.isError() {
+				require.Error(t, err, "want an evaluation error, got %s %q", got, reason)
+				assert.Contains(t, err.Error(), tc.want.errContains)
+				return
+			}
 			require.NoError(t, err)
-			assert.Equal(t, tc.want.String(), got.String(), reason)
-			if got == webhook.Deny {
-				assert.NotEmpty(t, reason, "a denial says why")
+			assert.Equal(t, tc.want.decision.String(), got.String(), reason)
+			if tc.want.reason != "*" {
+				assert.Equal(t, tc.want.reason, reason)
 			}
 		})
 	}
 }
 
-// Without a machine namespace (gardenadm), the Machine's name is its Node's name.
-func TestWithoutMachineNamespace(t *testing.T) {
-	a, _ := newAuthorizer(t)
-	a.machineNamespace = nil
-	u := "gardener.cloud:node-agent:machine:machine-gardenadm"
-	for spec, want := range map[*authorizationv1.SubjectAccessReviewSpec]webhook.Decision{
-		ptr.To(review(u, agents, "get", "", "nodes", "", "", "machine-gardenadm")):                       webhook.Allow,
-		ptr.To(review(u, agents, "get", "", "secrets", "", "kube-system", "gardener-node-agent-pool-b")): webhook.Allow,
-		ptr.To(review(u, agents, "get", "", "nodes", "", "", "node-1")):                                  webhook.Deny,
-		ptr.To(review(u+"-missing", agents, "get", "", "nodes", "", "", "machine-gardenadm-missing")):    webhook.Deny,
-	} {
-		got, reason, err := a.Authorize(context.Background(), *spec)
-		require.NoError(t, err)
-		assert.Equal(t, want.String(), got.String(), "%s %s/%s: %s", spec.ResourceAttributes.Verb, spec.ResourceAttributes.Resource, spec.ResourceAttributes.Name, reason)
+const (
+	csrs   = "certificatesigningrequests"
+	certs  = "certificates.k8s.io"
+	coord  = "coordination.k8s.io"
+	leases = "leases"
+)
+
+// TestRules covers every rule of Gardener v1.150's node-agent authorizer with a machine
+// namespace (a shoot's Machines in the seed), each with Gardener's reason.
+func TestRules(t *testing.T) {
+	f := newFixture()
+	a := f.authorizer(t, ptr.To(machineNS), false)
+	ghost := agentPrefix + "machine-ghost"
+	unknown := agentPrefix + "machine-unknown"
+	secretsReason := `gardener-node-agent can only access secrets [gardener-valitail gardener-opentelemetry-collector shoot-access-kube-controller-manager shoot-access-kube-scheduler shoot-access-cluster-admin osc-pool-a ref-all ref-host-1 ref-ext] in "kube-system" namespace`
+	run(t, a, []rule{
+		// Who is a node agent.
+		{"other users: no opinion", review("alice", "get", "", "nodes", "", "", "node-1"), noOpinion()},
+		{"node-agent name without the group: no opinion", authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Name: "node-1"}}, noOpinion()},
+		{"node-agent without machine name", review(agentPrefix, "get", "", "nodes", "", "", "node-1"), deny("")},
+		{"non-resource request", authorizationv1.SubjectAccessReviewSpec{User: user, Groups: agents, NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}}, deny("")},
+		{"other resources", review(user, "get", "", "configmaps", "", "kube-system", "x"), deny("")},
+		{"events of another group", review(user, "create", "example.com", "events", "", "default", ""), deny("")},
+
+		// CertificateSigningRequests: create any; get its own.
+		{"create any CSR", review(user, "create", certs, csrs, "", "", ""), allow},
+		{"get own CSR", review(user, "get", certs, csrs, "", "", "own"), allow},
+		{"get foreign CSR", review(user, "get", certs, csrs, "", "", "foreign"), deny(`gardener-node-agent is only allowed to read or request CSRs for its own user "` + user + `"`)},
+		{"get missing CSR: evaluation error", review(user, "get", certs, csrs, "", "", "missing"), evalError(`"missing" not found`)},
+		{"list CSRs", review(user, "list", certs, csrs, "", "", ""), verbs("[get create]")},
+		{"CSR approval subresource", review(user, "update", certs, csrs, "approval", "", "own"), subresources("[]")},
+
+		// Events: create and patch, core and events.k8s.io.
+		{"create core event", review(user, "create", "", "events", "", "default", ""), allow},
+		{"patch events.k8s.io event", review(user, "patch", "events.k8s.io", "events", "", "kube-system", "e"), allow},
+		{"delete event", review(user, "delete", "", "events", "", "default", "e"), verbs("[create patch]")},
+		{"event subresource", review(user, "patch", "", "events", "status", "default", "e"), subresources("[]")},
+
+		// Leases: in kube-system, named after its Node or its OSC secret; create any.
+		{"get own lease", review(user, "get", coord, leases, "", "kube-system", "gardener-node-agent-node-1"), allow},
+		{"update own lease", review(user, "update", coord, leases, "", "kube-system", "gardener-node-agent-node-1"), allow},
+		{"watch own lease", review(user, "watch", coord, leases, "", "kube-system", "gardener-node-agent-node-1"), allow},
+		{"list own lease by name", review(user, "list", coord, leases, "", "kube-system", "gardener-node-agent-node-1"), allow},
+		{"lease named after the OSC secret", review(user, "update", coord, leases, "", "kube-system", "osc-pool-a"), allow},
+		{"create a lease in kube-system", review(user, "create", coord, leases, "", "kube-system", ""), allow},
+		{"create a lease elsewhere", review(user, "create", coord, leases, "", "default", ""), deny(`this gardener-node-agent can only access leases [gardener-node-agent-node-1 osc-pool-a] in "kube-system" namespace`)},
+		// Security: an agent may not list or watch every Lease of kube-system.
+		{"list all leases in kube-system", review(user, "list", coord, leases, "", "kube-system", ""), deny(`this gardener-node-agent can only access leases [gardener-node-agent-node-1 osc-pool-a] in "kube-system" namespace`)},
+		{"watch all leases in kube-system", review(user, "watch", coord, leases, "", "kube-system", ""), deny(`this gardener-node-agent can only access leases [gardener-node-agent-node-1 osc-pool-a] in "kube-system" namespace`)},
+		{"another node's lease", review(user, "update", coord, leases, "", "kube-system", "gardener-node-agent-node-2"), denyAny},
+		{"own lease name elsewhere", review(user, "get", coord, leases, "", "default", "gardener-node-agent-node-1"), denyAny},
+		{"delete own lease", review(user, "delete", coord, leases, "", "kube-system", "gardener-node-agent-node-1"), verbs("[get list watch create update]")},
+		{"lease subresource", review(user, "get", coord, leases, "status", "kube-system", "gardener-node-agent-node-1"), subresources("[]")},
+		{"lease of a machine whose Node is gone", review(ghost, "get", coord, leases, "", "kube-system", "gardener-node-agent-node-gone"), deny(`no node for "machine-ghost" found`)},
+
+		// Nodes: list and watch all; get, patch, update its own and its status.
+		{"list nodes", review(user, "list", "", "nodes", "", "", ""), allow},
+		{"watch another node", review(user, "watch", "", "nodes", "", "", "node-2"), allow},
+		{"list nodes of an unknown machine", review(unknown, "list", "", "nodes", "", "", ""), allow},
+		{"get own node", review(user, "get", "", "nodes", "", "", "node-1"), allow},
+		{"patch own node status", review(user, "patch", "", "nodes", "status", "", "node-1"), allow},
+		{"update own node", review(user, "update", "", "nodes", "", "", "node-1"), allow},
+		{"get another node", review(user, "get", "", "nodes", "", "", "node-2"), deny(`this gardener-node-agent can only access node "node-1"`)},
+		{"delete own node", review(user, "delete", "", "nodes", "", "", "node-1"), verbs("[get list watch patch update]")},
+		{"own node proxy subresource", review(user, "get", "", "nodes", "proxy", "", "node-1"), subresources("[status]")},
+		{"node of a machine whose Node is gone", review(ghost, "get", "", "nodes", "", "", "node-gone"), deny(`no node for "machine-ghost" found`)},
+		{"node of an unknown machine: evaluation error", review(unknown, "get", "", "nodes", "", "", "node-1"), evalError(`error getting machine "machine-unknown": `)},
+
+		// Pods: those on its own Node; list and watch unconditionally without authorizeWithSelectors.
+		{"get a pod on its node", review(user, "get", "", "pods", "", "default", "on-node-1"), allow},
+		{"delete a pod on its node", review(user, "delete", "", "pods", "", "default", "on-node-1"), allow},
+		{"get a pod on another node", review(user, "get", "", "pods", "", "default", "on-node-2"), deny(`pod "default/on-node-2" does not belong to node "node-1"`)},
+		{"get a missing pod: evaluation error", review(user, "get", "", "pods", "", "default", "missing"), evalError(`error getting pod "default/missing": `)},
+		{"list pods", review(user, "list", "", "pods", "", "", ""), allow},
+		{"watch pods", review(user, "watch", "", "pods", "", "default", ""), allow},
+		{"create pods", review(user, "create", "", "pods", "", "default", ""), verbs("[get list watch delete]")},
+		{"pod logs", review(user, "get", "", "pods", "log", "default", "on-node-1"), subresources("[]")},
+		{"pods of a machine whose Node is gone", review(ghost, "list", "", "pods", "", "", ""), deny(`no node for "machine-ghost" found`)},
+
+		// Secrets: always the five tokens and kubeconfigs, its OSC secret and the Secrets that
+		// the OSC's files reference for its host name.
+		{"get valitail secret", review(user, "get", "", "secrets", "", "kube-system", "gardener-valitail"), allow},
+		{"get opentelemetry secret", review(user, "get", "", "secrets", "", "kube-system", "gardener-opentelemetry-collector"), allow},
+		{"get kube-controller-manager access", review(user, "get", "", "secrets", "", "kube-system", "shoot-access-kube-controller-manager"), allow},
+		{"get kube-scheduler access", review(user, "watch", "", "secrets", "", "kube-system", "shoot-access-kube-scheduler"), allow},
+		{"get cluster-admin access", review(user, "list", "", "secrets", "", "kube-system", "shoot-access-cluster-admin"), allow},
+		{"watch own OSC secret", review(user, "watch", "", "secrets", "", "kube-system", "osc-pool-a"), allow},
+		{"a file's secret for every host", review(user, "get", "", "secrets", "", "kube-system", "ref-all"), allow},
+		{"a file's secret for its host", review(user, "get", "", "secrets", "", "kube-system", "ref-host-1"), allow},
+		{"an extension file's secret", review(user, "get", "", "secrets", "", "kube-system", "ref-ext"), allow},
+		{"a file's secret for another host", review(user, "get", "", "secrets", "", "kube-system", "ref-host-2"), deny(secretsReason)},
+		{"another pool's OSC secret", review(user, "get", "", "secrets", "", "kube-system", "osc-pool-b"), deny(secretsReason)},
+		{"list all secrets", review(user, "list", "", "secrets", "", "kube-system", ""), deny(secretsReason)},
+		{"valitail secret elsewhere", review(user, "get", "", "secrets", "", "default", "gardener-valitail"), deny(secretsReason)},
+		{"update valitail secret", review(user, "update", "", "secrets", "", "kube-system", "gardener-valitail"), verbs("[get list watch]")},
+		{"secret subresource", review(user, "get", "", "secrets", "status", "kube-system", "gardener-valitail"), subresources("[]")},
+		{"secrets of an unknown machine: evaluation error", review(unknown, "get", "", "secrets", "", "kube-system", "gardener-valitail"), evalError(`error getting machine "machine-unknown": `)},
+		// Its Node is gone: no host name, so every host's files count.
+		{"secrets of a machine whose Node is gone", review(ghost, "get", "", "secrets", "", "kube-system", "ref-host-2"), allow},
+		{"secrets of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "secrets", "", "kube-system", "ref-host-2"), allow},
+		{"secrets of a machine without OSC secret", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "gardener-valitail"), allow},
+		{"no OSC secret grants none", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "osc-pool-a"), denyAny},
+		// A Machine names its Node only once it joined: a denial, not an evaluation error.
+		{"node of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "nodes", "", "", "node-1"), deny(`no node for "machine-unjoined" found`)},
+		{"lease of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", coord, leases, "", "kube-system", "gardener-node-agent-"), deny(`no node for "machine-unjoined" found`)},
+	})
+}
+
+// TestAuthorizeWithSelectors: with webhooks.nodeAgentAuthorizer.authorizeWithSelectors, Pods
+// are listed and watched only with the field selector spec.nodeName=<its Node>.
+func TestAuthorizeWithSelectors(t *testing.T) {
+	a := newFixture().authorizer(t, ptr.To(machineNS), true)
+	list := review(user, "list", "", "pods", "", "", "")
+	ownNode := "can only list/watch pods with spec.nodeName=node-1 field selector"
+	run(t, a, []rule{
+		{"no selector", list, deny(ownNode)},
+		{"raw selector of its node", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=node-1"}), allow},
+		{"raw selector of its node among others", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "metadata.namespace=default,spec.nodeName==node-1"}), allow},
+		{"raw selector of another node", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=node-2"}), deny(ownNode)},
+		{"raw selector excluding its node", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName!=node-1"}), deny(ownNode)},
+		{"unparsable raw selector: evaluation error", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName"}), evalError("error parsing field selector: ")},
+		{"structured In its node", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"node-1"}}}}), allow},
+		{"structured requirements win over the raw selector", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=node-1", Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"node-2"}}}}), deny(ownNode)},
+		{"structured NotIn its node", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpNotIn, Values: []string{"node-1"}}}}), deny(ownNode)},
+		{"structured Exists: evaluation error", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpExists}}}), evalError("error parsing field selector: fieldSelectors do not yet support Exists")},
+		{"structured multiple values: evaluation error", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"node-1", "node-2"}}}}), evalError("fieldSelectors do not yet support multiple values")},
+		{"structured In without values: evaluation error", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn}}}), evalError("fieldSelectors in must have one value")},
+		{"watch naming a pod on its node", review(user, "watch", "", "pods", "", "default", "on-node-1"), allow},
+		{"watch naming a pod on another node", review(user, "watch", "", "pods", "", "default", "on-node-2"), deny(`pod "default/on-node-2" does not belong to node "node-1"`)},
+	})
+}
+
+// TestGardenadm: without a machine namespace a node agent's machine name is its Node's name.
+func TestGardenadm(t *testing.T) {
+	a := newFixture().authorizer(t, nil, false)
+	agent := agentPrefix + "gardenadm-node"
+	patched := agentPrefix + "patched-node"
+	bootstrapping := agentPrefix + "not-joined-yet"
+	run(t, a, []rule{
+		{"get own node", review(agent, "get", "", "nodes", "", "", "gardenadm-node"), allow},
+		{"get another node", review(agent, "get", "", "nodes", "", "", "node-1"), denyAny},
+		{"own lease", review(agent, "update", coord, leases, "", "kube-system", "gardener-node-agent-gardenadm-node"), allow},
+		{"the OSC secret its Node names", review(agent, "get", "", "secrets", "", "kube-system", "osc-pool-b"), allow},
+		{"a Secret that OSC references", review(agent, "get", "", "secrets", "", "kube-system", "ref-b"), allow},
+		{"another pool's OSC secret", review(agent, "get", "", "secrets", "", "kube-system", "osc-pool-a"), denyAny},
+		{"shoot-access-cluster-admin", review(agent, "get", "", "secrets", "", "kube-system", "shoot-access-cluster-admin"), allow},
+		// Security: the secret-name label is patchable by the agent; a name that is no OSC
+		// secret grants nothing.
+		{"a non-OSC Secret its patched Node names", review(patched, "get", "", "secrets", "", "kube-system", "not-osc"), deny(`gardener-node-agent can only access secrets [gardener-valitail gardener-opentelemetry-collector shoot-access-kube-controller-manager shoot-access-kube-scheduler shoot-access-cluster-admin] in "kube-system" namespace`)},
+		// Bootstrap: before its Node exists, every OSC secret and all their references.
+		{"bootstrap: pool a's OSC secret", review(bootstrapping, "get", "", "secrets", "", "kube-system", "osc-pool-a"), allow},
+		{"bootstrap: pool b's OSC secret", review(bootstrapping, "get", "", "secrets", "", "kube-system", "osc-pool-b"), allow},
+		{"bootstrap: every host's references", review(bootstrapping, "get", "", "secrets", "", "kube-system", "ref-host-2"), allow},
+		{"bootstrap: no other Secret", review(bootstrapping, "get", "", "secrets", "", "kube-system", "not-osc"), deny(`gardener-node-agent can only access secrets [gardener-valitail gardener-opentelemetry-collector shoot-access-kube-controller-manager shoot-access-kube-scheduler shoot-access-cluster-admin osc-pool-a ref-all ref-host-1 ref-host-2 ref-ext osc-pool-b ref-b] in "kube-system" namespace`)},
+		{"bootstrap: node-scoped requests", review(bootstrapping, "get", "", "nodes", "", "", "not-joined-yet"), deny(`no node for "not-joined-yet" found`)},
+	})
+}
+
+// Reads that fail are evaluation errors (no opinion; the kube-apiserver asks its next
+// authorizer), never denials.
+func TestUnreadableObjectsAreEvaluationErrors(t *testing.T) {
+	f := newFixture()
+	broken := errors.New("etcd is down")
+	failing := func(kind string) client.WithWatch {
+		return interceptor.NewClient(f.target, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.Node); ok && kind == "node" {
+					return broken
+				}
+				if _, ok := obj.(*corev1.Secret); ok && kind == "secret" {
+					return broken
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if kind == "secret" {
+					return broken
+				}
+				return c.List(ctx, list, opts...)
+			},
+		})
 	}
+	for _, tc := range []struct {
+		name             string
+		machineNamespace *string
+		failing          string
+		spec             authorizationv1.SubjectAccessReviewSpec
+		want             string
+	}{
+		{"node read for a node", ptr.To(machineNS), "node", review(user, "get", "", "nodes", "", "", "node-1"), `error getting node "/node-1": etcd is down`},
+		{"node read for a lease", ptr.To(machineNS), "node", review(user, "get", coord, leases, "", "kube-system", "x"), `error getting node "/node-1": etcd is down`},
+		{"node read for a secret", ptr.To(machineNS), "node", review(user, "get", "", "secrets", "", "kube-system", "x"), `error getting node "node-1": etcd is down`},
+		{"OSC secret read", ptr.To(machineNS), "secret", review(user, "get", "", "secrets", "", "kube-system", "x"), `error getting OSC secret "osc-pool-a": etcd is down`},
+		{"gardenadm node read", nil, "node", review(agentPrefix+"gardenadm-node", "get", "", "secrets", "", "kube-system", "x"), `error getting node "gardenadm-node": etcd is down`},
+		{"gardenadm OSC secret list", nil, "secret", review(agentPrefix+"gardenadm-node", "get", "", "secrets", "", "kube-system", "x"), `error listing operating system config secrets: etcd is down`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := f.authorizerReading(t, failing(tc.failing), tc.machineNamespace, false)
+			_, _, err := a.Authorize(context.Background(), tc.spec)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+
+	t.Run("undecodable OSC", func(t *testing.T) {
+		g := newFixture()
+		s := &corev1.Secret{}
+		require.NoError(t, g.target.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: "osc-pool-a"}, s))
+		s.Data["osc.yaml"] = []byte("spec: [")
+		require.NoError(t, g.target.Update(context.Background(), s))
+		_, _, err := g.authorizer(t, ptr.To(machineNS), false).Authorize(context.Background(), review(user, "get", "", "secrets", "", "kube-system", "x"))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `error reading secretRef names from OSC secret "osc-pool-a": unable to decode OSC from secret "osc-pool-a": `)
+	})
+}
+
+// Through the HTTP handler an evaluation error is answered as Gardener's handler does.
+func TestEvaluationErrorAnswer(t *testing.T) {
+	a := newFixture().authorizer(t, ptr.To(machineNS), false)
+	wh := webhook.Authorization(Name, Path, a, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + agentPrefix + `machine-unknown","groups":["gardener.cloud:node-agents"],"resourceAttributes":{"verb":"get","resource":"nodes","name":"node-1"}}}`
+	rec := httptest.NewRecorder()
+	wh.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader([]byte(body))))
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":false,
+		"evaluationError":"500 error getting machine \"machine-unknown\": machines.machine.sapcloud.io \"machine-unknown\" not found"}}`, rec.Body.String())
 }
 
 func TestMachinesAreCachedBriefly(t *testing.T) {
-	a, reads := newAuthorizer(t)
-	spec := review(user, agents, "get", "", "nodes", "", "", "node-1")
+	f := newFixture()
+	a := f.authorizer(t, ptr.To(machineNS), false)
+	spec := review(user, "get", "", "nodes", "", "", "node-1")
 	for range 5 {
 		d, _, err := a.Authorize(context.Background(), spec)
 		require.NoError(t, err)
 		require.Equal(t, webhook.Allow, d)
 	}
-	assert.Equal(t, 1, *reads, "one Machine read serves the TTL")
-	a.machines.clock.(*testclock.FakeClock).Step(time.Minute)
+	assert.Equal(t, 1, f.machineReads, "one Machine read serves the TTL")
+	f.clock.Step(time.Minute + time.Second)
 	_, _, err := a.Authorize(context.Background(), spec)
 	require.NoError(t, err)
-	assert.Equal(t, 2, *reads, "expired entries are read again")
+	assert.Equal(t, 2, f.machineReads, "expired entries are read again")
+
 }
 
-func TestCacheIsBounded(t *testing.T) {
-	clk := testclock.NewFakeClock(time.Now())
-	c := newTTLCache[int](clk, time.Minute, 2)
-	c.put("a", 1)
-	c.put("b", 2)
-	c.put("c", 3)
-	assert.LessOrEqual(t, len(c.entries), 2)
-	v, ok := c.get("c")
-	assert.True(t, ok)
-	assert.Equal(t, 3, v)
+// In the multi-tenant mode a request's Machines are read in its tenant's control-plane
+// namespace, and cached per tenant: a machine of the same name in another shoot is another
+// Machine.
+func TestMachinesOfTheRequestsTenant(t *testing.T) {
+	f := newFixture()
+	other := machine("machine-1", "node-2", "osc-pool-a")
+	other.SetNamespace("shoot--other--x")
+	require.NoError(t, f.source.Create(context.Background(), other))
+	a := f.authorizer(t, ptr.To(machineNS), false)
+	ownNode := review(user, "get", "", "nodes", "", "", "node-1")
+	otherTenant := webhook.WithTenant(context.Background(), "shoot--other--x")
+
+	d, _, err := a.Authorize(context.Background(), ownNode)
+	require.NoError(t, err)
+	assert.Equal(t, webhook.Allow.String(), d.String(), "single-tenant: the configured namespace")
+
+	d, reason, err := a.Authorize(otherTenant, ownNode)
+	require.NoError(t, err)
+	assert.Equal(t, webhook.Deny.String(), d.String(), "the other tenant's machine-1 runs node-2")
+	assert.Equal(t, `this gardener-node-agent can only access node "node-2"`, reason)
+	assert.Equal(t, 2, f.machineReads, "one read per tenant")
+
+	_, _, err = a.Authorize(webhook.WithTenant(context.Background(), "shoot--third--y"), ownNode)
+	require.Error(t, err, "a tenant without that Machine: evaluation error")
 }
 
 // BenchmarkNodeAgentAuthorizer measures a node agent's lease update, the most frequent
 // request, through the HTTP handler with the Machine cached (reads from a fake client).
 func BenchmarkNodeAgentAuthorizer(b *testing.B) {
-	a, _ := newAuthorizer(b)
+	a := newFixture().authorizer(b, ptr.To(machineNS), false)
 	wh := webhook.Authorization(Name, Path, a, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	body := []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + user + `","groups":["gardener.cloud:node-agents"],"resourceAttributes":{"verb":"update","group":"coordination.k8s.io","resource":"leases","namespace":"kube-system","name":"gardener-node-agent-node-1"}}}`)
 	b.ReportAllocs()
@@ -199,4 +497,53 @@ func BenchmarkNodeAgentAuthorizer(b *testing.B) {
 			b.Fatalf("HTTP %d: %s", rec.Code, rec.Body.String())
 		}
 	}
+}
+
+// The constructor takes the machine namespace and authorizeWithSelectors from GRM's component
+// configuration.
+func TestConstructorReadsConfiguration(t *testing.T) {
+	f := newFixture()
+	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
+	cfg.Webhooks.NodeAgentAuthorizer = rmv1alpha1.NodeAgentAuthorizerWebhookConfig{Enabled: true, MachineNamespace: ptr.To(machineNS), AuthorizeWithSelectors: ptr.To(true)}
+	require.True(t, Webhook.Enabled(cfg))
+	wh, err := Webhook.New(webhook.Deps{Source: f.source, Target: f.target, Config: cfg, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	assert.Equal(t, Path, wh.Path)
+	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + user + `","groups":["gardener.cloud:node-agents"],"resourceAttributes":{"verb":"list","resource":"pods"}}}`
+	rec := httptest.NewRecorder()
+	wh.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader([]byte(body))))
+	assert.JSONEq(t, `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":false,"denied":true,
+		"reason":"can only list/watch pods with spec.nodeName=node-1 field selector"}}`, rec.Body.String())
+}
+
+// FuzzNodeAgentAuthorizer sends arbitrary bodies (seeded with reviews that reach every rule,
+// field selectors included) through the HTTP handler: every answer is a SubjectAccessReview
+// or a 400, never a panic or a hang.
+func FuzzNodeAgentAuthorizer(f *testing.F) {
+	for _, attrs := range []string{
+		`{"verb":"get","resource":"nodes","name":"node-1"}`,
+		`{"verb":"list","resource":"pods","fieldSelector":{"rawSelector":"spec.nodeName=node-1"}}`,
+		`{"verb":"list","resource":"pods","fieldSelector":{"requirements":[{"key":"spec.nodeName","operator":"In","values":["node-1"]}]}}`,
+		`{"verb":"get","resource":"secrets","namespace":"kube-system","name":"osc-pool-a"}`,
+		`{"verb":"update","group":"coordination.k8s.io","resource":"leases","namespace":"kube-system","name":"gardener-node-agent-node-1"}`,
+		`{"verb":"get","group":"certificates.k8s.io","resource":"certificatesigningrequests","name":"own"}`,
+		`{"verb":"delete","resource":"pods","namespace":"default","name":"on-node-2"}`,
+	} {
+		f.Add([]byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + user + `","groups":["gardener.cloud:node-agents"],"resourceAttributes":` + attrs + `}}`))
+	}
+	fx := newFixture()
+	var handlers []http.Handler
+	for _, machineNamespace := range []*string{ptr.To(machineNS), nil} {
+		a := fx.authorizer(f, machineNamespace, true)
+		handlers = append(handlers, webhook.Authorization(Name, Path, a, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, h := range handlers {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+			if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {
+				t.Fatalf("HTTP %d: %s", rec.Code, rec.Body.String())
+			}
+		}
+	})
 }

@@ -6,18 +6,27 @@ package projectedtokenmount
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/kelseyhightower/envconfig"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
 )
 
 const (
@@ -38,46 +47,114 @@ const (
 	volumePrefix = "kube-api-access-"
 )
 
+// Config is the webhook's configuration from the environment.
+type Config struct {
+	// ServiceAccountCacheTTL bounds how long a ServiceAccount's automountServiceAccountToken is
+	// reused (0 reads every time). Gardener reads them from an informer cache.
+	ServiceAccountCacheTTL time.Duration `envconfig:"PROJECTED_TOKEN_MOUNT_SERVICE_ACCOUNT_CACHE_TTL" default:"5s"`
+	// ServiceAccountCacheSize bounds how many ServiceAccounts are remembered.
+	ServiceAccountCacheSize int `envconfig:"PROJECTED_TOKEN_MOUNT_SERVICE_ACCOUNT_CACHE_SIZE" default:"10000"`
+}
+
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Constructor{
 	Name:    Name,
 	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.ProjectedTokenMount.Enabled },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
+		var cfg Config
+		if err := envconfig.Process("", &cfg); err != nil {
+			return webhook.Webhook{}, err
+		}
 		// Gardener defaults expirationSeconds only when the webhook is enabled in the file, so
 		// a configuration enabled otherwise (e.g. by WEBHOOKS) is defaulted here.
 		expiration := ptr.Deref(deps.Config.Webhooks.ProjectedTokenMount.ExpirationSeconds, DefaultExpirationSeconds)
-		return webhook.Admission(Name, Path, Handler(deps.Target, expiration), deps.Log), nil
+		h, err := NewHandler(deps.Target, expiration, deps.Clock, cfg)
+		if err != nil {
+			return webhook.Webhook{}, err
+		}
+		return webhook.Admission(Name, Path, h, deps.Log), nil
 	},
 }
 
 // Handler mounts the token volume into Pods that meet all preconditions, reading their
-// ServiceAccounts with target; expirationSeconds is the default token lifetime.
+// ServiceAccounts with target on every request; expirationSeconds is the default token
+// lifetime.
 func Handler(target client.Reader, expirationSeconds int64) admission.Handler {
-	return webhook.Mutator(func() *corev1.Pod { return &corev1.Pod{} }, func(ctx context.Context, req admission.Request, pod *corev1.Pod) error {
-		ok, err := wantsToken(ctx, target, req.Namespace, pod)
-		if err != nil || !ok {
-			return err
-		}
-		expiration, err := tokenExpirationSeconds(pod, expirationSeconds)
-		if err != nil {
-			return err
-		}
-		mount(pod, expiration)
-		return nil
-	})
+	h, err := NewHandler(target, expirationSeconds, nil, Config{ServiceAccountCacheSize: 1})
+	if err != nil {
+		panic(err) // unreachable: a zero TTL and size 1 are valid
+	}
+	return h
 }
 
-// wantsToken checks the preconditions, cheapest first so that most Pods cost no API call.
-// The namespace is the request's: a Pod being created may not carry one yet
+// NewHandler is Handler with ServiceAccounts cached as cfg says.
+//
+// Its answers are Gardener's (a CustomDefaulter in controller-runtime): DELETE is allowed
+// untouched; an unreadable ServiceAccount is answered with the API error's own status (404
+// NotFound for a missing one, 403 Forbidden, ...); any other failure, such as an invalid
+// expiration annotation, is a 403 Forbidden denial with the error as message.
+func NewHandler(target client.Reader, expirationSeconds int64, clk clock.PassiveClock, cfg Config) (admission.Handler, error) {
+	accounts, err := cache.New(cache.Options[*bool]{TTL: cfg.ServiceAccountCacheTTL, Size: cfg.ServiceAccountCacheSize, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("ServiceAccount cache: %w", err)
+	}
+	automount := func(ctx context.Context, namespace, name string) (*bool, error) {
+		return accounts.Get(ctx, namespace+"/"+name, func(ctx context.Context) (*bool, error) {
+			sa := &corev1.ServiceAccount{}
+			if err := target.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sa); err != nil {
+				return nil, err
+			}
+			return sa.AutomountServiceAccountToken, nil
+		})
+	}
+	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		if req.Operation == admissionv1.Delete {
+			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Result: &metav1.Status{Code: http.StatusOK}}}
+		}
+		pod := &corev1.Pod{}
+		if err := webhook.Decode(req, pod); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		mounted, err := mountIfWanted(ctx, automount, req.Namespace, pod, expirationSeconds)
+		if err != nil {
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: ptr.To(status.Status())}}
+			}
+			return admission.Denied(err.Error())
+		}
+		if !mounted {
+			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+		}
+		return webhook.Patch(req, pod)
+	}), nil
+}
+
+// automountFunc tells a ServiceAccount's automountServiceAccountToken.
+type automountFunc func(ctx context.Context, namespace, name string) (*bool, error)
+
+// mountIfWanted mounts the token volume when the Pod meets all preconditions, checked in
+// Gardener's order: the ServiceAccount is read before the Pod's own opt-outs are looked at,
+// so that a Pod naming a missing ServiceAccount is refused whatever else it sets. The
+// namespace is the request's: a Pod being created may not carry one yet
 // (kubernetes/kubernetes#88282).
-func wantsToken(ctx context.Context, target client.Reader, namespace string, pod *corev1.Pod) (bool, error) {
+func mountIfWanted(ctx context.Context, automount automountFunc, namespace string, pod *corev1.Pod, defaultExpirationSeconds int64) (bool, error) {
+	// Gardener's registration never sends skipped Pods; a misregistered one still leaves
+	// them alone.
 	if pod.Labels[resourcesv1alpha1.ProjectedTokenSkip] == "true" {
 		return false, nil
 	}
 	if name := pod.Spec.ServiceAccountName; name == "" || name == "default" {
 		return false, nil
 	}
-	// A Pod that explicitly refuses a token gets none, as Gardener's handler decides.
+	saAutomount, err := automount(ctx, namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
+		return false, err
+	}
+	if saAutomount == nil || *saAutomount {
+		return false, nil
+	}
+	// A Pod that explicitly refuses a token gets none.
 	if pod.Spec.AutomountServiceAccountToken != nil && !*pod.Spec.AutomountServiceAccountToken {
 		return false, nil
 	}
@@ -86,23 +163,21 @@ func wantsToken(ctx context.Context, target client.Reader, namespace string, pod
 			return false, nil
 		}
 	}
-	sa := &corev1.ServiceAccount{}
-	if err := target.Get(ctx, client.ObjectKey{Namespace: namespace, Name: pod.Spec.ServiceAccountName}, sa); err != nil {
-		return false, fmt.Errorf("reading ServiceAccount %s/%s: %w", namespace, pod.Spec.ServiceAccountName, err)
+	expiration, err := tokenExpirationSeconds(pod, defaultExpirationSeconds)
+	if err != nil {
+		return false, err
 	}
-	return sa.AutomountServiceAccountToken != nil && !*sa.AutomountServiceAccountToken, nil
+	mount(pod, expiration)
+	return true, nil
 }
 
+// tokenExpirationSeconds is the Pod's annotation, else the default; an annotation that is no
+// integer fails with strconv's error, which Gardener returns as the denial's message.
 func tokenExpirationSeconds(pod *corev1.Pod, fallback int64) (int64, error) {
-	v, ok := pod.Annotations[resourcesv1alpha1.ProjectedTokenExpirationSeconds]
-	if !ok {
-		return fallback, nil
+	if v, ok := pod.Annotations[resourcesv1alpha1.ProjectedTokenExpirationSeconds]; ok {
+		return strconv.ParseInt(v, 10, 64)
 	}
-	seconds, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %s: %w", resourcesv1alpha1.ProjectedTokenExpirationSeconds, err)
-	}
-	return seconds, nil
+	return fallback, nil
 }
 
 // mount adds the volume and mounts it read-only into every init container and container.

@@ -4,21 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
@@ -108,16 +114,6 @@ func TestExpirationAnnotationOverridesDefault(t *testing.T) {
 	assert.Equal(t, int64(8998), *out.Spec.Volumes[1].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds)
 }
 
-func TestMalformedExpirationAnnotationIsRejected(t *testing.T) {
-	p := pod()
-	p.Annotations = map[string]string{"projected-token-mount.resources.gardener.cloud/expiration-seconds": "12h"}
-	req := webhooktest.Request(t, admissionv1.Create, p, nil)
-	req.Namespace = namespace
-	resp := Handler(target(), 1337).Handle(context.Background(), req)
-	assert.False(t, resp.Allowed)
-	assert.Contains(t, resp.Result.Message, "expiration-seconds")
-}
-
 func TestPreconditions(t *testing.T) {
 	for name, change := range map[string]func(*corev1.Pod){
 		"skip label": func(p *corev1.Pod) {
@@ -157,14 +153,106 @@ func TestPodRequestingATokenExplicitlyIsMounted(t *testing.T) {
 	assert.Len(t, out.Spec.Volumes, 2)
 }
 
-func TestMissingServiceAccountIsAnError(t *testing.T) {
-	p := pod()
-	p.Spec.ServiceAccountName = "missing"
-	req := webhooktest.Request(t, admissionv1.Create, p, nil)
-	req.Namespace = namespace
+// TestAnswersAsGardener pins every answer that is not a patch to Gardener v1.150's handler (a
+// controller-runtime CustomDefaulter): the code, reason and message of each denial.
+func TestAnswersAsGardener(t *testing.T) {
+	forbiddenRead := interceptor.Funcs{Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+		return apierrors.NewForbidden(corev1.Resource("serviceaccounts"), key.Name, errors.New("RBAC says no"))
+	}}
+	timedOutRead := interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+		return context.DeadlineExceeded
+	}}
+	for _, tc := range []struct {
+		name    string
+		change  func(*corev1.Pod)
+		reads   *interceptor.Funcs
+		op      admissionv1.Operation
+		allowed bool
+		want    *metav1.Status
+	}{
+		{
+			name:   "missing ServiceAccount: the API's 404 NotFound",
+			change: func(p *corev1.Pod) { p.Spec.ServiceAccountName = "missing" },
+			want: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+				Message: `serviceaccounts "missing" not found`, Details: &metav1.StatusDetails{Name: "missing", Kind: "serviceaccounts"}},
+		},
+		{
+			name: "missing ServiceAccount of a Pod refusing a token: still 404, the ServiceAccount is read first",
+			change: func(p *corev1.Pod) {
+				p.Spec.ServiceAccountName = "missing"
+				p.Spec.AutomountServiceAccountToken = ptr.To(false)
+			},
+			want: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+				Message: `serviceaccounts "missing" not found`, Details: &metav1.StatusDetails{Name: "missing", Kind: "serviceaccounts"}},
+		},
+		{
+			name: "missing ServiceAccount of a Pod with a token volume already: still 404",
+			change: func(p *corev1.Pod) {
+				p.Spec.ServiceAccountName = "missing"
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "kube-api-access-x"})
+			},
+			want: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+				Message: `serviceaccounts "missing" not found`, Details: &metav1.StatusDetails{Name: "missing", Kind: "serviceaccounts"}},
+		},
+		{
+			name:  "ServiceAccount read forbidden: the API's 403 Forbidden",
+			reads: &forbiddenRead,
+			want: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+				Message: `serviceaccounts "no-automount" is forbidden: RBAC says no`, Details: &metav1.StatusDetails{Name: "no-automount", Kind: "serviceaccounts"}},
+		},
+		{
+			name:  "ServiceAccount read fails without an API status: 403 Forbidden with the error",
+			reads: &timedOutRead,
+			want:  &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "context deadline exceeded"},
+		},
+		{
+			name: "invalid expiration annotation: 403 Forbidden with strconv's message",
+			change: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{"projected-token-mount.resources.gardener.cloud/expiration-seconds": "12h"}
+			},
+			want: &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: `strconv.ParseInt: parsing "12h": invalid syntax`},
+		},
+		{
+			name: "invalid annotation on a Pod that gets no token: allowed, the annotation is not looked at",
+			change: func(p *corev1.Pod) {
+				p.Spec.ServiceAccountName = "automount"
+				p.Annotations = map[string]string{"projected-token-mount.resources.gardener.cloud/expiration-seconds": "12h"}
+			},
+			allowed: true,
+		},
+		{name: "nothing to do: allowed without a status", change: func(p *corev1.Pod) { p.Spec.ServiceAccountName = "unset" }, allowed: true},
+		{name: "DELETE: allowed with status 200", op: admissionv1.Delete, allowed: true, want: &metav1.Status{Code: http.StatusOK}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod()
+			if tc.change != nil {
+				tc.change(p)
+			}
+			var c client.Reader = target()
+			if tc.reads != nil {
+				c = interceptor.NewClient(target().(client.WithWatch), *tc.reads)
+			}
+			op := admissionv1.Create
+			var obj, old runtime.Object = p, nil
+			if tc.op == admissionv1.Delete {
+				op, obj, old = admissionv1.Delete, nil, p
+			}
+			req := webhooktest.Request(t, op, obj, old)
+			req.Namespace = namespace
+			resp := Handler(c, 1337).Handle(context.Background(), req)
+			assert.Equal(t, tc.allowed, resp.Allowed)
+			assert.Equal(t, tc.want, resp.Result)
+			assert.Empty(t, resp.Patches)
+		})
+	}
+}
+
+func TestMalformedPodIsABadRequest(t *testing.T) {
+	req := webhooktest.Request(t, admissionv1.Create, pod(), nil)
+	req.Object.Raw = []byte(`{"spec":{"containers":"not a list"}}`)
 	resp := Handler(target(), 1337).Handle(context.Background(), req)
 	assert.False(t, resp.Allowed)
-	assert.Contains(t, resp.Result.Message, `serviceaccounts "missing" not found`)
+	assert.Equal(t, int32(http.StatusBadRequest), resp.Result.Code)
 }
 
 // Pods that fail a cheap precondition cost no API call.
@@ -180,6 +268,44 @@ func TestNoReadUnlessNeeded(t *testing.T) {
 	p.Spec.ServiceAccountName = "default"
 	review(t, c, 1337, p)
 	assert.Zero(t, reads)
+}
+
+// ServiceAccounts are read once per TTL; a missing one is read again on the next Pod, so a
+// ServiceAccount created right after a refused Pod is found.
+func TestServiceAccountsAreCachedBriefly(t *testing.T) {
+	reads := 0
+	c := interceptor.NewClient(target().(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	clk := testclock.NewFakeClock(time.Now())
+	h, err := NewHandler(c, 1337, clk, Config{ServiceAccountCacheTTL: 5 * time.Second, ServiceAccountCacheSize: 10})
+	require.NoError(t, err)
+	admit := func(serviceAccount string) admission.Response {
+		p := pod()
+		p.Spec.ServiceAccountName = serviceAccount
+		req := webhooktest.Request(t, admissionv1.Create, p, nil)
+		req.Namespace = namespace
+		return h.Handle(context.Background(), req)
+	}
+
+	for range 3 {
+		resp := admit("no-automount")
+		require.True(t, resp.Allowed)
+		require.NotEmpty(t, resp.Patches)
+	}
+	assert.Equal(t, 1, reads, "one read serves the TTL")
+	clk.Step(6 * time.Second)
+	admit("no-automount")
+	assert.Equal(t, 2, reads, "expired entries are read again")
+
+	assert.Equal(t, int32(http.StatusNotFound), admit("late").Result.Code)
+	require.NoError(t, c.Create(context.Background(), serviceAccount("late", ptr.To(false))))
+	resp := admit("late")
+	assert.True(t, resp.Allowed)
+	assert.NotEmpty(t, resp.Patches, "a NotFound is not remembered")
 }
 
 // The constructor serves the configured expiration, defaulted to 12h when unset.
@@ -220,15 +346,24 @@ func FuzzProjectedTokenMount(f *testing.F) {
 		webhooktest.AdmissionReview(f, req))
 }
 
-// BenchmarkProjectedTokenMount reviews a Pod that gets the token (one ServiceAccount read, from
-// the in-memory fake client here; a GET to the API server in production) and one of the
-// default ServiceAccount, which most Pods are and which costs no read.
+// BenchmarkProjectedTokenMount reviews a Pod that gets the token (its ServiceAccount read from
+// the in-memory fake client, on every Pod or once per TTL; a GET to the API server in
+// production) and one of the default ServiceAccount, which most Pods are and which costs no
+// read.
 func BenchmarkProjectedTokenMount(b *testing.B) {
-	for name, serviceAccount := range map[string]string{"mounted": "no-automount", "default ServiceAccount": "default"} {
-		b.Run(name, func(b *testing.B) {
-			h := Handler(target(), DefaultExpirationSeconds)
+	for _, bc := range []struct {
+		name, serviceAccount string
+		cacheTTL             time.Duration
+	}{
+		{"mounted", "no-automount", 0},
+		{"mounted, ServiceAccount cached", "no-automount", time.Minute},
+		{"default ServiceAccount", "default", 0},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h, err := NewHandler(target(), DefaultExpirationSeconds, nil, Config{ServiceAccountCacheTTL: bc.cacheTTL, ServiceAccountCacheSize: 10})
+			require.NoError(b, err)
 			p := pod()
-			p.Spec.ServiceAccountName = serviceAccount
+			p.Spec.ServiceAccountName = bc.serviceAccount
 			req := webhooktest.Request(b, admissionv1.Create, p, nil)
 			req.Namespace = namespace
 			ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
 )
 
 const (
@@ -39,8 +40,8 @@ const (
 
 	// nodePageSize keeps each LIST response small in large clusters.
 	nodePageSize = 500
-	// loadTimeout bounds one LIST of the Nodes, as the kube-apiserver bounds the webhook call.
-	loadTimeout = 10 * time.Second
+	// nodeCacheSize bounds the cached toleration lists: one per tenant (control plane) served.
+	nodeCacheSize = 1024
 )
 
 // Config is the webhook's configuration besides the component configuration.
@@ -77,27 +78,34 @@ func enabled(c *rmv1alpha1.ResourceManagerConfiguration) bool {
 }
 
 func newWebhook(deps webhook.Deps, ttl time.Duration) (webhook.Webhook, error) {
-	if ttl < 0 {
-		return webhook.Webhook{}, fmt.Errorf("negative node cache TTL %s", ttl)
+	h, err := Handler(deps.Target, deps.Config.Webhooks.SystemComponentsConfig, deps.Clock, ttl)
+	if err != nil {
+		return webhook.Webhook{}, err
 	}
-	h := Handler(deps.Target, deps.Config.Webhooks.SystemComponentsConfig, deps.Clock, ttl)
 	return webhook.Admission(Name, Path, h, deps.Log), nil
 }
 
 // Handler adds cfg's node selector and tolerations, and tolerations for the taints of the
 // Nodes matching cfg.NodeSelector, to Pods not managed by a DaemonSet. It lists the Nodes with
-// target at most once per nodeCacheTTL (as told by clk).
-func Handler(target client.Reader, cfg rmv1alpha1.SystemComponentsConfigWebhookConfig, clk clock.PassiveClock, nodeCacheTTL time.Duration) admission.Handler {
-	nodes := newTTLCache(clk, nodeCacheTTL, loadTimeout, func(ctx context.Context) ([]corev1.Toleration, error) {
+// target at most once per nodeCacheTTL (as told by clk) and tenant: every Pod creation needs
+// the taints of the system-component Nodes, and a LIST per Pod would cost the API server more
+// than the webhook saves. A negative TTL is an error.
+func Handler(target client.Reader, cfg rmv1alpha1.SystemComponentsConfigWebhookConfig, clk clock.PassiveClock, nodeCacheTTL time.Duration) (admission.Handler, error) {
+	nodes, err := cache.New(cache.Options[[]corev1.Toleration]{TTL: nodeCacheTTL, Size: nodeCacheSize, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("node cache: %w", err)
+	}
+	listTolerations := func(ctx context.Context) ([]corev1.Toleration, error) {
 		return nodeTolerations(ctx, target, cfg.NodeSelector)
-	})
+	}
 	return webhook.Mutator(func() *corev1.Pod { return &corev1.Pod{} }, func(ctx context.Context, _ admission.Request, pod *corev1.Pod) error {
 		// The registration's object selector excludes the skip label already; this keeps the
 		// opt-out when the webhook is registered otherwise.
 		if pod.Labels[resourcesv1alpha1.SystemComponentsConfigSkip] == "true" || managedByDaemonSet(pod) {
 			return nil
 		}
-		fromNodes, err := nodes.Get(ctx)
+		// One entry per tenant: the Nodes are those of the request's cluster.
+		fromNodes, err := nodes.Get(ctx, "", listTolerations)
 		if err != nil {
 			return fmt.Errorf("reading the taints of system component Nodes: %w", err)
 		}
@@ -109,7 +117,7 @@ func Handler(target client.Reader, cfg rmv1alpha1.SystemComponentsConfigWebhookC
 		}
 		pod.Spec.Tolerations = mergeTolerations(pod.Spec.Tolerations, cfg.PodTolerations, fromNodes)
 		return nil
-	})
+	}), nil
 }
 
 // managedByDaemonSet: a DaemonSet places its Pods on every Node itself, whatever the Node's

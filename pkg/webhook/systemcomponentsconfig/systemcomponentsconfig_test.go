@@ -77,7 +77,11 @@ func pod() *corev1.Pod {
 }
 
 func handler(c client.Reader, cfg rmv1alpha1.SystemComponentsConfigWebhookConfig) admission.Handler {
-	return Handler(c, cfg, testclock.NewFakePassiveClock(time.Unix(0, 0)), DefaultNodeCacheTTL)
+	h, err := Handler(c, cfg, testclock.NewFakePassiveClock(time.Unix(0, 0)), DefaultNodeCacheTTL)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }
 
 func review(t *testing.T, h admission.Handler, p *corev1.Pod) (*corev1.Pod, admission.Response) {
@@ -203,7 +207,8 @@ func TestNodesAreCachedForTheTTL(t *testing.T) {
 		},
 	}).Build()
 	clk := testclock.NewFakePassiveClock(time.Unix(0, 0))
-	h := Handler(c, config(), clk, DefaultNodeCacheTTL)
+	h, err := Handler(c, config(), clk, DefaultNodeCacheTTL)
+	require.NoError(t, err)
 
 	review(t, h, pod())
 	n := &corev1.Node{}
@@ -212,15 +217,21 @@ func TestNodesAreCachedForTheTTL(t *testing.T) {
 	require.NoError(t, c.Update(context.Background(), n))
 	later := corev1.Toleration{Key: "later", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
-	clk.SetTime(clk.Now().Add(DefaultNodeCacheTTL - time.Millisecond))
+	clk.SetTime(clk.Now().Add(DefaultNodeCacheTTL))
 	out, _ := review(t, h, pod())
 	assert.NotContains(t, out.Spec.Tolerations, later)
 	assert.Equal(t, int64(1), lists.Load())
 
-	clk.SetTime(clk.Now().Add(time.Millisecond))
+	// Another tenant's request reads its own cluster's Nodes, never the first tenant's entry.
+	otherTenant := webhook.WithTenant(context.Background(), "shoot--other--cluster")
+	resp := h.Handle(otherTenant, webhooktest.Request(t, admissionv1.Create, pod(), nil))
+	require.True(t, resp.Allowed)
+	assert.Equal(t, int64(2), lists.Load())
+
+	clk.SetTime(clk.Now().Add(time.Nanosecond))
 	out, _ = review(t, h, pod())
 	assert.Contains(t, out.Spec.Tolerations, later)
-	assert.Equal(t, int64(2), lists.Load())
+	assert.Equal(t, int64(3), lists.Load())
 }
 
 func TestConstructor(t *testing.T) {

@@ -33,8 +33,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -54,12 +54,12 @@ type shoot struct {
 }
 
 var (
-	seed         *testenv.Env
-	shootA       = &shoot{tenant: "shoot--test--a"}
-	shootB       = &shoot{tenant: "shoot--test--b"}
-	serving      *envtest.WebhookInstallOptions
-	tenants      *webhook.TenantClients
-	serverReg    = prometheus.NewRegistry()
+	seed      *testenv.Env
+	shootA    = &shoot{tenant: "shoot--test--a"}
+	shootB    = &shoot{tenant: "shoot--test--b"}
+	serving   *envtest.WebhookInstallOptions
+	tenants   *webhook.TenantClients
+	serverReg = prometheus.NewRegistry()
 )
 
 // authorizerPath is the node-agent authorizer's path below a tenant.
@@ -224,7 +224,7 @@ func startServer(ctx context.Context) (<-chan error, error) {
 	}
 	tenants = webhook.NewTenantClients(webhook.TenantClientsOptions{
 		Seed: seedReader, Scheme: kubernetesscheme.Scheme, Log: log,
-		ConfigureREST: bootstrap.Unthrottled,
+		SharedMapper: seedReader.RESTMapper(), ConfigureREST: bootstrap.Unthrottled,
 	})
 	deps := webhook.Deps{Source: seedReader, Target: webhook.NewRoutingReader(seedReader, tenants), Config: cfg, Clock: testclock.NewFakeClock(time.Now()), Log: log}
 	var webhooks []webhook.Webhook

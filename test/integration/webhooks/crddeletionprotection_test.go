@@ -183,3 +183,15 @@ func TestCRDDeletionProtectionOfCollections(t *testing.T) {
 	confirm(t, c, etcd)
 	require.NoError(t, c.DeleteAllOf(ctx, etcds, client.InNamespace(ns)))
 }
+
+// As Gardener registers it, extension resources are protected in every namespace, kube-system
+// included.
+func TestCRDDeletionProtectionInKubeSystem(t *testing.T) {
+	ctx := context.Background()
+	c := extensionsClient(t)
+	infra := pick[*extensionsv1alpha1.Infrastructure](extensionObjects(metav1.NamespaceSystem))
+	infra.Name = "kube-system-protected"
+	require.NoError(t, c.Create(ctx, infra))
+	t.Cleanup(func() { confirmAndDelete(t, c, infra) })
+	assertUnconfirmed(t, c.Delete(ctx, infra))
+}

@@ -2,6 +2,9 @@ package webhooks_test
 
 import (
 	"context"
+	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -11,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/endpointslicehints"
 )
 
@@ -27,11 +31,15 @@ func hintedEndpoint(ip, zone string) discoveryv1.Endpoint {
 	return ep
 }
 
-// endpointSlice is a slice as the EndpointSlice controller writes it: endpoints in two zones
-// and one without a zone, one of them with another zone's hint.
+// considerLabel opts a Service's EndpointSlices in (the EndpointSlice controller copies the
+// Service's labels to them).
+const considerLabel = "endpoint-slice-hints.resources.gardener.cloud/consider"
+
+// endpointSlice is a slice of an opted-in Service as the EndpointSlice controller writes it:
+// endpoints in two zones and one without a zone, one of them with another zone's hint.
 func endpointSlice(namespace string) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{GenerateName: "endpoint-slice-hints-", Namespace: namespace},
+		ObjectMeta:  metav1.ObjectMeta{GenerateName: "endpoint-slice-hints-", Namespace: namespace, Labels: map[string]string{considerLabel: "true"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{
 			hintedEndpoint("10.1.2.3", "zone-a"),
@@ -91,10 +99,48 @@ func assertHintedSlice(t *testing.T, namespace string) {
 	s.Endpoints[0].Hints = nil
 	require.NoError(t, target.Client.Update(ctx, s))
 	assert.Equal(t, [][]string{{"zone-a"}, {"zone-b"}, nil, {"zone-c"}}, zoneHints(storedEndpointSlice(t, s)), "update")
+
+	notOptedIn := endpointSlice(namespace)
+	delete(notOptedIn.Labels, considerLabel)
+	assert.Equal(t, [][]string{nil, {"zone-a"}, nil}, zoneHints(createEndpointSlice(t, notOptedIn)), "slices of Services that did not opt in")
 }
 
-// In a shoot, the registration matches kube-system and kubernetes-dashboard.
+// installOptInShootRegistration installs config/shoot-opt-in/<file> (not among the shoot
+// registrations the harness installs) into the target until the test ends, pointed at the
+// local single-tenant server, and waits until probe sees the webhook answer.
+func installOptInShootRegistration(t *testing.T, file string, probe func(ctx context.Context) bool) {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("../../../config/shoot-opt-in", file))
+	require.NoError(t, err)
+	mutating, _, err := decodeWebhookConfigurations(data)
+	require.NoError(t, err)
+	require.NotEmpty(t, mutating, file)
+	for _, c := range mutating {
+		// The seed's registration, which the harness installs, has the same name.
+		c.Name += "-shoot"
+		for i := range c.Webhooks {
+			cc := &c.Webhooks[i].ClientConfig
+			u, err := url.Parse(*cc.URL)
+			require.NoError(t, err)
+			// The template addresses a tenant of the multi-tenant server; this one is
+			// single-tenant and its target plays the shoot.
+			if _, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix); ok {
+				u.Path = rest
+			}
+			u.Host = servingAddr()
+			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
+		}
+		require.NoError(t, target.Client.Create(ctx, c))
+		t.Cleanup(func() { assert.NoError(t, target.Client.Delete(context.Background(), c)) })
+	}
+	waitForWebhook(t, probe)
+}
+
+// Registered in a shoot (opt-in), it matches opted-in slices of kube-system and
+// kubernetes-dashboard.
 func TestEndpointSliceHintsInShoot(t *testing.T) {
+	installOptInShootRegistration(t, "webhook-endpoint-slice-hints.yaml", probeEndpointSliceHints(metav1.NamespaceSystem))
 	assertHintedSlice(t, metav1.NamespaceSystem)
 
 	untouched := createEndpointSlice(t, endpointSlice(targetNamespace(t, nil)))

@@ -236,3 +236,13 @@ func TestExtensionValidationNoSpecChangeWhileDeleting(t *testing.T) {
 	require.NoError(t, c.Update(ctx, worker), "finalizers may go")
 	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(worker), worker)))
 }
+
+// As Gardener registers it, the webhook validates in every namespace, kube-system included.
+func TestExtensionValidationInKubeSystem(t *testing.T) {
+	ctx := context.Background()
+	c := extensionsClient(t)
+	assertInvalidBy(t, c.Create(ctx, broken(metav1.NamespaceSystem, func(o *extensionsv1alpha1.Infrastructure) { o.Spec.Region = "" })), "infrastructures", "spec.region")
+	assertInvalidBy(t, c.Create(ctx, broken(metav1.NamespaceSystem, func(o *unstructured.Unstructured) {
+		o.Object["spec"].(map[string]any)["backup"].(map[string]any)["store"].(map[string]any)["prefix"] = "elsewhere"
+	})), "etcds", "spec.backup.store.prefix")
+}

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/vpainplaceupdates"
 )
@@ -31,7 +31,11 @@ func init() {
 func installVPACRD(t *testing.T) {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "verticalpodautoscalers.autoscaling.k8s.io"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "verticalpodautoscalers.autoscaling.k8s.io",
+			// As the VPA project's own CRD: k8s.io groups need an approved API review.
+			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/pull/63797"},
+		},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "autoscaling.k8s.io",
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "verticalpodautoscalers", Singular: "verticalpodautoscaler", Kind: "VerticalPodAutoscaler", ListKind: "VerticalPodAutoscalerList", ShortNames: []string{"vpa"}},
@@ -45,9 +49,9 @@ func installVPACRD(t *testing.T) {
 			}},
 		},
 	}
-	if err := target.Client.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
+	// envtest installs (or updates) it and waits until it is served.
+	_, err := envtest.InstallCRDs(target.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	require.NoError(t, err)
 }
 
 // vpa is a VPA of a Deployment with the given update policy (none when nil).

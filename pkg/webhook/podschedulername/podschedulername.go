@@ -1,0 +1,60 @@
+// Package podschedulername sends new Pods to the scheduler a shoot's scheduling profile asks
+// for (GRM's pod-scheduler-name webhook): Pods that leave the choice to the default scheduler
+// get the configured one, typically bin-packing-scheduler for shoots with the bin-packing
+// profile; Pods that name any other scheduler keep it.
+package podschedulername
+
+import (
+	"context"
+
+	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	"github.com/kelseyhightower/envconfig"
+	corev1 "k8s.io/api/core/v1"
+	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+)
+
+const (
+	// Name is the webhook's name (Gardener's handler name).
+	Name = "pod-scheduler-name"
+	// Path is where Gardener serves it.
+	Path = "/webhooks/default-pod-scheduler-name"
+)
+
+// Config is the webhook's configuration.
+type Config struct {
+	// SchedulerName overrides webhooks.podSchedulerName.schedulerName of the component
+	// configuration.
+	SchedulerName string `envconfig:"POD_SCHEDULER_NAME_WEBHOOK_SCHEDULER_NAME"`
+}
+
+// Webhook is the constructor the server registers.
+var Webhook = webhook.Constructor{
+	Name:    Name,
+	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.PodSchedulerName.Enabled },
+	New: func(deps webhook.Deps) (webhook.Webhook, error) {
+		// Gardener's API defaults the name to default-scheduler, but only for a configuration
+		// that enables the webhook; enabled through WEBHOOKS it gets the same default here.
+		cfg := Config{SchedulerName: corev1.DefaultSchedulerName}
+		if name := deps.Config.Webhooks.PodSchedulerName.SchedulerName; name != nil && *name != "" {
+			cfg.SchedulerName = *name
+		}
+		if err := envconfig.Process("", &cfg); err != nil {
+			return webhook.Webhook{}, err
+		}
+		return webhook.Admission(Name, Path, Handler(cfg.SchedulerName), deps.Log), nil
+	},
+}
+
+// Handler sets schedulerName on every Pod that names no scheduler or the default one.
+func Handler(schedulerName string) admission.Handler {
+	decoder := admission.NewDecoder(kubernetesscheme.Scheme)
+	return webhook.Defaulter(decoder, func() *corev1.Pod { return &corev1.Pod{} }, func(_ context.Context, _ admission.Request, pod *corev1.Pod) error {
+		if pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName {
+			pod.Spec.SchedulerName = schedulerName
+		}
+		return nil
+	})
+}

@@ -1,0 +1,399 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	"golang.org/x/sync/singleflight"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// DefaultTenantAccessSecret is the shoot access Secret Gardener creates in every shoot
+// control-plane namespace for the shoot's gardener-resource-manager; its token (key "token",
+// kept fresh by the token requestor) authenticates as the shoot's
+// kube-system/gardener-resource-manager ServiceAccount.
+const DefaultTenantAccessSecret = "shoot-access-gardener-resource-manager"
+
+// clusterGVK is extensions.gardener.cloud's Cluster, named after the shoot's control-plane
+// namespace; gardenlet annotates it with the name of the namespace's generic token kubeconfig.
+var clusterGVK = schema.GroupVersionKind{Group: "extensions.gardener.cloud", Version: "v1alpha1", Kind: "Cluster"}
+
+// UnknownTenantError says that a tenant has no usable access in the seed: no Cluster, no
+// generic token kubeconfig, no access Secret or token, or the server may not read them. It is
+// permanent until an operator or gardenlet fixes the seed, unlike API errors.
+type UnknownTenantError struct {
+	Tenant Tenant
+	Reason string
+}
+
+func (e *UnknownTenantError) Error() string {
+	return fmt.Sprintf("unknown tenant %q: %s", e.Tenant, e.Reason)
+}
+
+// IsUnknownTenant tells whether err (or an error it wraps) is an UnknownTenantError.
+func IsUnknownTenant(err error) bool {
+	var u *UnknownTenantError
+	return errors.As(err, &u)
+}
+
+// TenantClientsOptions configure TenantClients.
+type TenantClientsOptions struct {
+	// Seed reads the tenants' Clusters and Secrets in the seed.
+	Seed client.Reader
+	// Scheme of the tenants' clients.
+	Scheme *runtime.Scheme
+	// AccessSecret is the Secret in the tenant's namespace whose "token" authenticates at the
+	// tenant's kube-apiserver (DefaultTenantAccessSecret when empty).
+	AccessSecret string
+	// Size bounds how many tenants' clients are kept (least recently used go first); TTL bounds
+	// how long one is reused before its Secrets are read again (e.g. a rotated token or CA).
+	Size int
+	TTL  time.Duration
+	// UnknownTTL bounds how long an unknown tenant stays unknown without asking the seed again.
+	UnknownTTL time.Duration
+	// SharedMapper, when set, maps the kinds of the API groups compiled into Scheme for every
+	// tenant (e.g. the seed client's REST mapper); other groups each tenant discovers itself.
+	SharedMapper meta.RESTMapper
+	// ConfigureREST adapts every tenant's REST config before its client is built (request
+	// counting, no client-side throttling).
+	ConfigureREST func(*rest.Config)
+	Log           *slog.Logger
+}
+
+// TenantClients builds, per tenant, an uncached client of the tenant's kube-apiserver from its
+// access Secrets in the seed, and keeps it in a bounded, expiring LRU cache; concurrent first
+// requests of a tenant share one build.
+type TenantClients struct {
+	opts    TenantClientsOptions
+	builtin *builtinMapper
+	cache   *utilcache.LRUExpireCache
+	group   singleflight.Group
+}
+
+// cachedTenant is a cache entry: a client, or why the tenant is unknown.
+type cachedTenant struct {
+	client  client.Client
+	unknown error
+}
+
+// NewTenantClients returns an empty cache of tenant clients.
+func NewTenantClients(opts TenantClientsOptions) *TenantClients {
+	if opts.AccessSecret == "" {
+		opts.AccessSecret = DefaultTenantAccessSecret
+	}
+	if opts.Size <= 0 {
+		opts.Size = 1000
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 10 * time.Minute
+	}
+	if opts.UnknownTTL <= 0 {
+		opts.UnknownTTL = 10 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &TenantClients{opts: opts, cache: utilcache.NewLRUExpireCache(opts.Size)}
+	if opts.SharedMapper != nil {
+		c.builtin = newBuiltinMapper(opts.SharedMapper, opts.Scheme)
+	}
+	return c
+}
+
+// buildTimeout bounds one build: it runs detached from the first caller (others may wait for
+// it), and reads three objects.
+const buildTimeout = 10 * time.Second
+
+// Client returns the tenant's client, building it on first use. An *UnknownTenantError says the
+// seed holds no usable access for the tenant; other errors are transient.
+func (c *TenantClients) Client(ctx context.Context, t Tenant) (client.Client, error) {
+	if v, ok := c.cache.Get(t); ok {
+		entry := v.(cachedTenant)
+		return entry.client, entry.unknown
+	}
+	ch := c.group.DoChan(string(t), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), buildTimeout)
+		defer cancel()
+		cl, err := c.build(ctx, t)
+		switch {
+		case err == nil:
+			c.cache.Add(t, cachedTenant{client: cl}, c.opts.TTL)
+			c.opts.Log.Info("tenant client built", "tenant", string(t))
+		case IsUnknownTenant(err):
+			c.cache.Add(t, cachedTenant{unknown: err}, c.opts.UnknownTTL)
+			c.opts.Log.Warn("unknown tenant", "tenant", string(t), "error", err)
+		}
+		return cl, err
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(client.Client), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Forget drops the tenant's client, e.g. after its token was refused: the next request reads
+// the Secrets again.
+func (c *TenantClients) Forget(t Tenant) { c.cache.Remove(t) }
+
+// Len is the number of tenants cached (known and unknown).
+func (c *TenantClients) Len() int { return len(c.cache.Keys()) }
+
+// build reads the tenant's Cluster (for the name of its generic token kubeconfig), that
+// kubeconfig (server and CA) and the access Secret (token) from the seed.
+func (c *TenantClients) build(ctx context.Context, t Tenant) (client.Client, error) {
+	unknown := func(format string, args ...any) error {
+		return &UnknownTenantError{Tenant: t, Reason: fmt.Sprintf(format, args...)}
+	}
+	// Not found and forbidden (the server is not granted the namespace's Secrets, see
+	// docs/deployment.md) both mean the tenant is not served here.
+	read := func(what string, key client.ObjectKey, obj client.Object) error {
+		err := c.opts.Seed.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return unknown("%s: %v", what, err)
+		}
+		if err != nil {
+			return fmt.Errorf("tenant %q: reading %s: %w", t, what, err)
+		}
+		return nil
+	}
+	ns := string(t)
+	cluster := &metav1.PartialObjectMetadata{}
+	cluster.SetGroupVersionKind(clusterGVK)
+	if err := read("Cluster", client.ObjectKey{Name: ns}, cluster); err != nil {
+		return nil, err
+	}
+	kubeconfigName := cluster.Annotations[v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName]
+	if kubeconfigName == "" {
+		return nil, unknown("Cluster %s has no annotation %s", ns, v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName)
+	}
+	kubeconfig := &corev1.Secret{}
+	if err := read("generic token kubeconfig Secret", client.ObjectKey{Namespace: ns, Name: kubeconfigName}, kubeconfig); err != nil {
+		return nil, err
+	}
+	access := &corev1.Secret{}
+	if err := read("access Secret", client.ObjectKey{Namespace: ns, Name: c.opts.AccessSecret}, access); err != nil {
+		return nil, err
+	}
+	token := strings.TrimSpace(string(access.Data["token"]))
+	if token == "" {
+		return nil, unknown("access Secret %s/%s has no token (yet)", ns, c.opts.AccessSecret)
+	}
+	cfg, err := TenantRESTConfig(t, kubeconfig.Data["kubeconfig"], token)
+	if err != nil {
+		return nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+	}
+	if c.opts.ConfigureREST != nil {
+		c.opts.ConfigureREST(cfg)
+	}
+	cl, err := c.newClient(cfg)
+	if err != nil {
+		// It reaches no server yet: what fails is the configuration (e.g. a CA that does not
+		// parse), which only the seed's Secrets can fix.
+		return nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+	}
+	return cl, nil
+}
+
+// newClient is a tenant's uncached client; with a shared mapper, it discovers only the API
+// groups the shared one does not map.
+func (c *TenantClients) newClient(cfg *rest.Config) (client.Client, error) {
+	if c.builtin == nil {
+		return client.New(cfg, client.Options{Scheme: c.opts.Scheme})
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	own, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	mapper := meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{c.builtin, own}}
+	return client.New(cfg, client.Options{Scheme: c.opts.Scheme, HTTPClient: httpClient, Mapper: mapper})
+}
+
+// TenantRESTConfig is the REST config of a tenant's kube-apiserver: server and CA of the
+// current context of Gardener's generic token kubeconfig, authenticated with token (the
+// kubeconfig names a token file that exists only in the shoot's own pods).
+//
+// The generic kubeconfig addresses the kube-apiserver by its Service name relative to the shoot
+// namespace (https://kube-apiserver); from the server's namespace that name is qualified with
+// the tenant's namespace, and the TLS server name stays the original one, which the
+// kube-apiserver's certificate carries.
+func TenantRESTConfig(t Tenant, kubeconfig []byte, token string) (*rest.Config, error) {
+	if len(kubeconfig) == 0 {
+		return nil, errors.New("no key kubeconfig")
+	}
+	kc, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parsing kubeconfig: %w", err)
+	}
+	kctx, ok := kc.Contexts[kc.CurrentContext]
+	if !ok {
+		return nil, fmt.Errorf("kubeconfig has no current context %q", kc.CurrentContext)
+	}
+	cluster, ok := kc.Clusters[kctx.Cluster]
+	if !ok || cluster.Server == "" {
+		return nil, fmt.Errorf("kubeconfig has no server for cluster %q", kctx.Cluster)
+	}
+	if len(cluster.CertificateAuthorityData) == 0 {
+		return nil, errors.New("kubeconfig has no certificate-authority-data: a tenant's kube-apiserver is only reached with a verified certificate")
+	}
+	server, err := url.Parse(cluster.Server)
+	if err != nil || server.Scheme != "https" || server.Host == "" {
+		return nil, fmt.Errorf("kubeconfig server %q is no https URL", cluster.Server)
+	}
+	serverName := cluster.TLSServerName
+	if host := server.Hostname(); !strings.Contains(host, ".") && net.ParseIP(host) == nil && host != "localhost" {
+		if serverName == "" {
+			serverName = host
+		}
+		qualified := host + "." + string(t) + ".svc"
+		if port := server.Port(); port != "" {
+			qualified = net.JoinHostPort(qualified, port)
+		}
+		server.Host = qualified
+	}
+	return &rest.Config{
+		Host:            server.String(),
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cluster.CertificateAuthorityData, ServerName: serverName},
+		// A Proxy keeps client-go from sharing the transport through its process-wide TLS
+		// cache, which is never pruned: with one transport per tenant, an evicted tenant's
+		// connections go with its client instead of piling up for every CA ever seen.
+		Proxy: http.ProxyFromEnvironment,
+	}, nil
+}
+
+// routingReader is the webhooks' target client: it reads the request's tenant's cluster (from
+// the request ctx), or single's in single-tenant mode. Handlers need no change: they read
+// through the request ctx anyway.
+type routingReader struct {
+	single  client.Reader
+	tenants *TenantClients
+}
+
+// NewRoutingReader returns a reader that reads single for requests without a tenant and the
+// tenant's cluster otherwise; without tenants every tenant is unknown.
+func NewRoutingReader(single client.Reader, tenants *TenantClients) client.Reader {
+	return &routingReader{single: single, tenants: tenants}
+}
+
+func (r *routingReader) reader(ctx context.Context) (client.Reader, Tenant, error) {
+	t := TenantFrom(ctx)
+	if t == "" {
+		return r.single, t, nil
+	}
+	if r.tenants == nil {
+		return nil, t, &UnknownTenantError{Tenant: t, Reason: "the server runs in single-tenant mode"}
+	}
+	c, err := r.tenants.Client(ctx, t)
+	return c, t, err
+}
+
+// forgetRefused drops a tenant's client whose credentials the tenant refused (a rotated token
+// or CA): the next request builds it anew from the Secrets.
+func (r *routingReader) forgetRefused(t Tenant, err error) error {
+	if t != "" && apierrors.IsUnauthorized(err) {
+		r.tenants.Forget(t)
+	}
+	return err
+}
+
+func (r *routingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c, t, err := r.reader(ctx)
+	if err != nil {
+		return err
+	}
+	return r.forgetRefused(t, c.Get(ctx, key, obj, opts...))
+}
+
+func (r *routingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c, t, err := r.reader(ctx)
+	if err != nil {
+		return err
+	}
+	return r.forgetRefused(t, c.List(ctx, list, opts...))
+}
+
+// builtinMapper is a REST mapper shared by all tenants for the API groups compiled into the
+// scheme (Kubernetes' own, which every cluster serves alike): a tenant's client then discovers
+// its own API only for other groups (e.g. its custom resources), which saves most of a
+// tenant's memory. It answers "no match" for every other group.
+type builtinMapper struct {
+	meta.RESTMapper
+	groups map[string]bool
+}
+
+func newBuiltinMapper(shared meta.RESTMapper, scheme *runtime.Scheme) *builtinMapper {
+	groups := map[string]bool{}
+	for gvk := range scheme.AllKnownTypes() {
+		groups[gvk.Group] = true
+	}
+	return &builtinMapper{RESTMapper: shared, groups: groups}
+}
+
+func (m *builtinMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	if !m.groups[r.Group] {
+		return schema.GroupVersionKind{}, &meta.NoResourceMatchError{PartialResource: r}
+	}
+	return m.RESTMapper.KindFor(r)
+}
+
+func (m *builtinMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	if !m.groups[r.Group] {
+		return nil, &meta.NoResourceMatchError{PartialResource: r}
+	}
+	return m.RESTMapper.KindsFor(r)
+}
+
+func (m *builtinMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	if !m.groups[r.Group] {
+		return schema.GroupVersionResource{}, &meta.NoResourceMatchError{PartialResource: r}
+	}
+	return m.RESTMapper.ResourceFor(r)
+}
+
+func (m *builtinMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	if !m.groups[r.Group] {
+		return nil, &meta.NoResourceMatchError{PartialResource: r}
+	}
+	return m.RESTMapper.ResourcesFor(r)
+}
+
+func (m *builtinMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if !m.groups[gk.Group] {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+func (m *builtinMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	if !m.groups[gk.Group] {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return m.RESTMapper.RESTMappings(gk, versions...)
+}

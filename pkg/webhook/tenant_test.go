@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -340,4 +342,56 @@ func TestServeRoutesAndAuthenticatesTenants(t *testing.T) {
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{other}, MinVersion: tls.VersionTLS12}}}
 	_, err := c.Post("https://"+addr+"/shoot--p--a/webhooks/echo", "application/json", strings.NewReader("{}"))
 	assert.Error(t, err)
+}
+
+// Unknown tenants are answered by the server in the kind and version of the review asked.
+func TestServeAnswersUnknownTenants(t *testing.T) {
+	called := false
+	admissionWebhook := Webhook{Name: "admit", Path: "/webhooks/admit", Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })}
+	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
+	tenants := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1"), Scheme: kubernetesscheme.Scheme})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan net.Addr, 1)
+	go func() {
+		_ = Serve(ctx, ServeOptions{Addr: "127.0.0.1:0", RequestTimeout: time.Second, ShutdownTimeout: time.Second, Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants},
+			[]Webhook{admissionWebhook, authz}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	}()
+	addr := (<-addrs).String()
+	post := func(path, body string) (int, map[string]any) {
+		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+
+	code, out := post("/shoot--p--x/webhooks/admit", `{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u1"}}`)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "admission.k8s.io/v1beta1", out["apiVersion"])
+	response := out["response"].(map[string]any)
+	assert.Equal(t, "u1", response["uid"])
+	assert.Equal(t, false, response["allowed"])
+	assert.Equal(t, float64(http.StatusForbidden), response["status"].(map[string]any)["code"])
+	assert.Contains(t, response["status"].(map[string]any)["message"], `unknown tenant "shoot--p--x"`)
+
+	code, out = post("/shoot--p--x/webhooks/auth", `{"apiVersion":"authorization.k8s.io/v1beta1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "authorization.k8s.io/v1beta1", out["apiVersion"])
+	status := out["status"].(map[string]any)
+	assert.Equal(t, false, status["allowed"])
+	assert.Nil(t, status["denied"], "no opinion")
+	assert.Contains(t, status["evaluationError"], `unknown tenant "shoot--p--x"`)
+
+	code, _ = post("/shoot--p--x/webhooks/admit", `not json`)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.False(t, called, "no webhook runs for an unknown tenant")
+}
+
+type authorizerFunc func()
+
+func (f authorizerFunc) Authorize(context.Context, authorizationv1.SubjectAccessReviewSpec) (Decision, string, error) {
+	f()
+	return Allow, "", nil
 }

@@ -80,7 +80,9 @@ type TenantClientsOptions struct {
 
 // TenantClients builds, per tenant, an uncached client of the tenant's kube-apiserver from its
 // access Secrets in the seed, and keeps it in a bounded, expiring LRU cache; concurrent first
-// requests of a tenant share one build.
+// requests of a tenant share one build. It is not pkg/webhook/cache, whose keys this package's
+// tenant scopes (that package imports this one), and it remembers unknown tenants for a shorter
+// time than clients.
 type TenantClients struct {
 	opts    TenantClientsOptions
 	builtin *builtinMapper

@@ -46,6 +46,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 
 	served := map[string][]string{} // Knative Service → paths
 	servedNames := map[string]bool{}
+	multiTenant := map[string]bool{} // Knative Service → serves tenant paths
 	for _, o := range objs {
 		if o.GetKind() != "Service" || o.GetAPIVersion() != "serving.knative.dev/v1" {
 			continue
@@ -56,6 +57,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 			if container["image"] != "ko://github.com/gardener-knative/gardener-knative/webhooks/resource-manager" {
 				continue
 			}
+			multiTenant[o.GetName()] = env(container, "MULTI_TENANT") == "true"
 			names := strings.Split(env(container, "WEBHOOKS"), ",")
 			selected, err := webhook.Select(webhooks, names, cfg)
 			require.NoError(t, err, "Service %s", o.GetName())
@@ -81,6 +83,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 		path := u.Path
 		if _, rest, ok := webhook.ParseTenantPath(path, webhook.DefaultTenantPrefix); ok {
 			path = rest // a shoot's registration addresses its tenant
+			assert.True(t, multiTenant[service], "%s: Service %s does not serve tenant paths (MULTI_TENANT)", name, service)
 		}
 		assert.True(t, slices.Contains(served[service], path), "%s: Service %s does not serve %s", name, service, u.Path)
 	}

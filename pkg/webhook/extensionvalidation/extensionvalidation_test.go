@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -195,6 +196,18 @@ func FuzzExtensionValidation(f *testing.F) {
 // BenchmarkExtensionValidation measures the handler on valid objects: the smallest kind, the
 // largest rule sets, an UPDATE, and a Worker's CREATE as the HTTP request the kube-apiserver
 // sends (AdmissionReview in and out, no network).
+func deletingWorker() *extensionsv1alpha1.Worker {
+	w := worker()
+	w.DeletionTimestamp = &deletionTimestamp
+	return w
+}
+
+func deletingEtcdObject() *unstructured.Unstructured {
+	e := etcdObject()
+	e.SetDeletionTimestamp(&deletionTimestamp)
+	return e
+}
+
 func BenchmarkExtensionValidation(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
@@ -207,6 +220,9 @@ func BenchmarkExtensionValidation(b *testing.B) {
 		{"create-worker", worker(), nil, admissionv1.Create},
 		{"update-worker", worker(), worker(), admissionv1.Update},
 		{"update-etcd", etcdObject(), etcdObject(), admissionv1.Update},
+		// Being deleted: the specs are compared, typed and in the members the types lack.
+		{"update-worker-deleting", deletingWorker(), deletingWorker(), admissionv1.Update},
+		{"update-etcd-deleting", deletingEtcdObject(), deletingEtcdObject(), admissionv1.Update},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := Handler()

@@ -322,6 +322,16 @@ func BenchmarkPodKubeAPIServerLoadBalancing(b *testing.B) {
 	webhooktest.BenchmarkAdmission(b, wh, webhooktest.AdmissionReview(b, webhooktest.Request(b, admissionv1.Create, genericKubeconfigPod(), nil)))
 }
 
+// BenchmarkPodKubeAPIServerLoadBalancingCached is the same with the reads cached (the
+// default 5s TTL), as when many Pods of a namespace are created in a burst.
+func BenchmarkPodKubeAPIServerLoadBalancingCached(b *testing.B) {
+	reader := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(seed()...).Build()
+	h, err := NewHandler(reader, testclock.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)), Config{CacheTTL: 5 * time.Second, CacheSize: 10}, webhooktest.Log)
+	require.NoError(b, err)
+	wh := webhook.Admission(Name, Path, h, webhooktest.Log)
+	webhooktest.BenchmarkAdmission(b, wh, webhooktest.AdmissionReview(b, webhooktest.Request(b, admissionv1.Create, genericKubeconfigPod(), nil)))
+}
+
 func FuzzPodKubeAPIServerLoadBalancing(f *testing.F) {
 	reader := fake.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(seed()...).Build()
 	webhooktest.FuzzAdmission(f, webhook.Admission(Name, Path, Handler(reader, webhooktest.Log), webhooktest.Log),

@@ -17,6 +17,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -193,4 +194,37 @@ func TestTenantClientsAreSeparate(t *testing.T) {
 	assert.True(t, err != nil && client.IgnoreNotFound(err) == nil, "A does not see B's ServiceAccount: %v", err)
 	err = reader.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa)
 	assert.True(t, err != nil && client.IgnoreNotFound(err) == nil, "the seed (no tenant) does not see it either: %v", err)
+}
+
+// The node-agent authorizer reads a node agent's Machine in its tenant's control-plane
+// namespace of the seed and its Node in its tenant's shoot: the same machine name is a
+// different Node in each shoot.
+func TestNodeAgentsAreAuthorizedByTheirTenantsMachine(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range []*shoot{shootA, shootB} {
+		nodeName := "node-of-" + string(s.tenant)
+		machine := &unstructured.Unstructured{}
+		machine.SetAPIVersion("machine.sapcloud.io/v1alpha1")
+		machine.SetKind("Machine")
+		machine.SetNamespace(string(s.tenant))
+		machine.SetName("machine-1")
+		machine.SetLabels(map[string]string{"node": nodeName})
+		require.NoError(t, seed.Client.Create(ctx, machine))
+		t.Cleanup(func() { assert.NoError(t, seed.Client.Delete(context.Background(), machine)) })
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+		require.NoError(t, s.env.Client.Create(ctx, node))
+		t.Cleanup(func() { assert.NoError(t, s.env.Client.Delete(context.Background(), node)) })
+	}
+	getNode := func(s *shoot, node string) authorizationv1.SubjectAccessReviewStatus {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "gardener.cloud:node-agent:machine:machine-1", Groups: []string{"gardener.cloud:node-agents"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Name: node},
+		}}
+		require.NoError(t, s.env.Client.Create(ctx, review))
+		return review.Status
+	}
+	assert.True(t, getNode(shootA, "node-of-shoot--test--a").Allowed, "A's machine-1 runs A's node")
+	assert.True(t, getNode(shootB, "node-of-shoot--test--b").Allowed, "B's machine-1 runs B's node")
+	assert.False(t, getNode(shootA, "node-of-shoot--test--b").Allowed, "A's machine-1 is not B's")
+	assert.False(t, getNode(shootB, "node-of-shoot--test--a").Allowed, "B's machine-1 is not A's")
 }

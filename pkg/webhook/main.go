@@ -97,14 +97,16 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 	}
 	var tenants *TenantClients
 	if cfg.MultiTenant {
-		tenants = NewTenantClients(TenantClientsOptions{
+		if tenants, err = NewTenantClients(TenantClientsOptions{
 			Seed: source, Scheme: kubernetesscheme.Scheme, AccessSecret: cfg.TenantAccessSecret,
 			// Kubernetes' own kinds map alike in every cluster: the seed's discovery serves all
 			// tenants, which cuts a tenant's memory by an order of magnitude.
 			SharedMapper: source.RESTMapper(),
 			Size:         cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL, Log: log,
 			ConfigureREST: func(c *rest.Config) { process.Requests.Instrument(c); bootstrap.Unthrottled(c) },
-		})
+		}); err != nil {
+			return fmt.Errorf("tenant clients: %w", err)
+		}
 		target = NewRoutingReader(target, tenants)
 	}
 	deps := Deps{Source: source, Target: target, Config: rmConfig, Clock: clock.RealClock{}, Log: log}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,23 +34,23 @@ type tenantRouter struct {
 }
 
 func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tenant, rest, ok := ParseTenantPath(r.URL.Path, tr.prefix)
+	t, rest, ok := ParseTenantPath(r.URL.Path, tr.prefix)
 	wh, served := tr.webhooks[rest]
 	if !ok || !served {
 		http.NotFound(w, r)
 		return
 	}
-	if tr.authenticate && !callerIsTenant(r, tenant) {
+	if tr.authenticate && !callerIsTenant(r, t) {
 		tr.metrics.unknownTenants.WithLabelValues(wh.Name, "unauthenticated").Inc()
-		tr.log.Warn("caller not authenticated for tenant", "webhook", wh.Name, "tenant", string(tenant), "remote", r.RemoteAddr)
-		http.Error(w, fmt.Sprintf("a client certificate naming tenant %q is required", tenant), http.StatusUnauthorized)
+		tr.log.Warn("caller not authenticated for tenant", "webhook", wh.Name, "tenant", string(t), "remote", r.RemoteAddr)
+		http.Error(w, fmt.Sprintf("a client certificate naming tenant %q is required", t), http.StatusUnauthorized)
 		return
 	}
-	ctx := WithTenant(r.Context(), tenant)
+	ctx := tenant.With(r.Context(), t)
 	// Resolving the tenant first gives an unknown tenant the same clear answer from every
 	// webhook, also from those that never read the tenant's cluster. Transient errors are left
 	// to the webhooks that read it (they fail as they would for an unreachable target).
-	if _, err := tr.tenants.Client(ctx, tenant); IsUnknownTenant(err) {
+	if _, err := tr.tenants.Client(ctx, t); IsUnknownTenant(err) {
 		tr.metrics.unknownTenants.WithLabelValues(wh.Name, "unknown-tenant").Inc()
 		if wh.authorization {
 			answerAuthorizationError(w, r, err)
@@ -62,7 +64,7 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // callerIsTenant tells whether the request came with a verified client certificate whose
 // common name or one of whose organizations is the tenant.
-func callerIsTenant(r *http.Request, t Tenant) bool {
+func callerIsTenant(r *http.Request, t tenant.Name) bool {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 		return false
 	}

@@ -32,7 +32,7 @@ type ServeOptions struct {
 	Ready func(addr net.Addr)
 	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
 	// /<tenant>/<path> for the shoot control-plane namespaces of the seed, with the tenant in
-	// the request's context (see TenantFrom); Tenants tells which tenants are known.
+	// the request's context (see tenant.From); Tenants tells which tenants are known.
 	Tenants *TenantClients
 	// TenantPrefix is what a tenant's name starts with (DefaultTenantPrefix when empty).
 	TenantPrefix string

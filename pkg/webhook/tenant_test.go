@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,7 +43,7 @@ import (
 func TestParseTenantPath(t *testing.T) {
 	for _, tc := range []struct {
 		path   string
-		tenant Tenant
+		tenant tenant.Name
 		rest   string
 		ok     bool
 	}{
@@ -98,7 +100,7 @@ func TestControlPlaneNamespace(t *testing.T) {
 	configured := "shoot--configured"
 	assert.Equal(t, &configured, ControlPlaneNamespace(context.Background(), &configured))
 	assert.Nil(t, ControlPlaneNamespace(context.Background(), nil))
-	assert.Equal(t, "shoot--p--s", *ControlPlaneNamespace(WithTenant(context.Background(), "shoot--p--s"), &configured))
+	assert.Equal(t, "shoot--p--s", *ControlPlaneNamespace(tenant.With(context.Background(), "shoot--p--s"), &configured))
 }
 
 // kubeconfigFor is a generic token kubeconfig as gardenlet writes it.
@@ -180,7 +182,7 @@ func (s *seedReader) List(context.Context, client.ObjectList, ...client.ListOpti
 }
 
 // enrolled is a seed that holds access for the tenants, with their kube-apiserver at server.
-func enrolled(t *testing.T, server string, tenants ...Tenant) *seedReader {
+func enrolled(t *testing.T, server string, tenants ...tenant.Name) *seedReader {
 	s := &seedReader{objects: map[client.ObjectKey]client.Object{}}
 	for _, tenant := range tenants {
 		ns := string(tenant)
@@ -197,7 +199,8 @@ func enrolled(t *testing.T, server string, tenants ...Tenant) *seedReader {
 func TestTenantClientsCacheAndUnknownTenants(t *testing.T) {
 	ctx := context.Background()
 	seed := enrolled(t, "https://127.0.0.1:1", "shoot--p--a", "shoot--p--b")
-	tenants := NewTenantClients(TenantClientsOptions{Seed: seed, Scheme: kubernetesscheme.Scheme, Size: 1})
+	tenants, err := NewTenantClients(TenantClientsOptions{Seed: seed, Scheme: kubernetesscheme.Scheme, Size: 1})
+	require.NoError(t, err)
 
 	a, err := tenants.Client(ctx, "shoot--p--a")
 	require.NoError(t, err)
@@ -234,7 +237,7 @@ func TestTenantClientsCacheAndUnknownTenants(t *testing.T) {
 	assert.Error(t, err)
 	assert.False(t, IsUnknownTenant(err), "an unreachable seed is transient, not an unknown tenant")
 
-	err = NewRoutingReader(nil, nil).Get(WithTenant(ctx, "shoot--p--a"), client.ObjectKey{Name: "x"}, &corev1.Secret{})
+	err = NewRoutingReader(nil, nil).Get(tenant.With(ctx, "shoot--p--a"), client.ObjectKey{Name: "x"}, &corev1.Secret{})
 	assert.True(t, IsUnknownTenant(err), "a single-tenant server knows no tenants: %v", err)
 }
 
@@ -288,9 +291,10 @@ func TestServeRoutesAndAuthenticatesTenants(t *testing.T) {
 	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
 
 	echo := Webhook{Name: "echo", Path: "/webhooks/echo", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "tenant="+string(TenantFrom(r.Context())))
+		_, _ = io.WriteString(w, "tenant="+string(tenant.From(r.Context())))
 	})}
-	tenants := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1", "shoot--p--a", "shoot--p--b"), Scheme: kubernetesscheme.Scheme})
+	tenants, err := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1", "shoot--p--a", "shoot--p--b"), Scheme: kubernetesscheme.Scheme})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrs := make(chan net.Addr, 1)
@@ -340,7 +344,7 @@ func TestServeRoutesAndAuthenticatesTenants(t *testing.T) {
 	// A certificate of another CA fails the handshake.
 	other := newPKI(t).issue(t, pkix.Name{CommonName: "shoot--p--a"}, false)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{other}, MinVersion: tls.VersionTLS12}}}
-	_, err := c.Post("https://"+addr+"/shoot--p--a/webhooks/echo", "application/json", strings.NewReader("{}"))
+	_, err = c.Post("https://"+addr+"/shoot--p--a/webhooks/echo", "application/json", strings.NewReader("{}"))
 	assert.Error(t, err)
 }
 
@@ -349,7 +353,8 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 	called := false
 	admissionWebhook := Webhook{Name: "admit", Path: "/webhooks/admit", Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })}
 	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
-	tenants := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1"), Scheme: kubernetesscheme.Scheme})
+	tenants, err := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1"), Scheme: kubernetesscheme.Scheme})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrs := make(chan net.Addr, 1)

@@ -11,15 +11,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +41,7 @@ var clusterGVK = schema.GroupVersionKind{Group: "extensions.gardener.cloud", Ver
 // generic token kubeconfig, no access Secret or token, or the server may not read them. It is
 // permanent until an operator or gardenlet fixes the seed, unlike API errors.
 type UnknownTenantError struct {
-	Tenant Tenant
+	Tenant tenant.Name
 	Reason string
 }
 
@@ -79,15 +80,13 @@ type TenantClientsOptions struct {
 }
 
 // TenantClients builds, per tenant, an uncached client of the tenant's kube-apiserver from its
-// access Secrets in the seed, and keeps it in a bounded, expiring LRU cache; concurrent first
-// requests of a tenant share one build. It is not pkg/webhook/cache, whose keys this package's
-// tenant scopes (that package imports this one), and it remembers unknown tenants for a shorter
-// time than clients.
+// access Secrets in the seed, and keeps it in the webhooks' bounded, expiring cache
+// (pkg/webhook/cache); concurrent first requests of a tenant share one build. Unknown tenants
+// are remembered for a shorter time than clients.
 type TenantClients struct {
 	opts    TenantClientsOptions
 	builtin *builtinMapper
-	cache   *utilcache.LRUExpireCache
-	group   singleflight.Group
+	cache   *cache.Cache[cachedTenant]
 }
 
 // cachedTenant is a cache entry: a client, or why the tenant is unknown.
@@ -97,7 +96,7 @@ type cachedTenant struct {
 }
 
 // NewTenantClients returns an empty cache of tenant clients.
-func NewTenantClients(opts TenantClientsOptions) *TenantClients {
+func NewTenantClients(opts TenantClientsOptions) (*TenantClients, error) {
 	if opts.AccessSecret == "" {
 		opts.AccessSecret = DefaultTenantAccessSecret
 	}
@@ -113,11 +112,23 @@ func NewTenantClients(opts TenantClientsOptions) *TenantClients {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &TenantClients{opts: opts, cache: utilcache.NewLRUExpireCache(opts.Size)}
+	clients, err := cache.New(cache.Options[cachedTenant]{
+		TTL: opts.TTL, Size: opts.Size, LoadTimeout: buildTimeout,
+		TTLOf: func(v cachedTenant) time.Duration {
+			if v.unknown != nil {
+				return opts.UnknownTTL
+			}
+			return opts.TTL
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &TenantClients{opts: opts, cache: clients}
 	if opts.SharedMapper != nil {
 		c.builtin = newBuiltinMapper(opts.SharedMapper, opts.Scheme)
 	}
-	return c
+	return c, nil
 }
 
 // buildTimeout bounds one build: it runs detached from the first caller (others may wait for
@@ -126,46 +137,36 @@ const buildTimeout = 10 * time.Second
 
 // Client returns the tenant's client, building it on first use. An *UnknownTenantError says the
 // seed holds no usable access for the tenant; other errors are transient.
-func (c *TenantClients) Client(ctx context.Context, t Tenant) (client.Client, error) {
-	if v, ok := c.cache.Get(t); ok {
-		entry := v.(cachedTenant)
-		return entry.client, entry.unknown
-	}
-	ch := c.group.DoChan(string(t), func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), buildTimeout)
-		defer cancel()
+func (c *TenantClients) Client(ctx context.Context, t tenant.Name) (client.Client, error) {
+	// The cache scopes its keys by the context's tenant: each tenant has one entry.
+	entry, err := c.cache.Get(tenant.With(ctx, t), "client", func(ctx context.Context) (cachedTenant, error) {
 		cl, err := c.build(ctx, t)
 		switch {
 		case err == nil:
-			c.cache.Add(t, cachedTenant{client: cl}, c.opts.TTL)
 			c.opts.Log.Info("tenant client built", "tenant", string(t))
+			return cachedTenant{client: cl}, nil
 		case IsUnknownTenant(err):
-			c.cache.Add(t, cachedTenant{unknown: err}, c.opts.UnknownTTL)
 			c.opts.Log.Warn("unknown tenant", "tenant", string(t), "error", err)
+			return cachedTenant{unknown: err}, nil
 		}
-		return cl, err
+		return cachedTenant{}, err
 	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.(client.Client), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, err
 	}
+	return entry.client, entry.unknown
 }
 
 // Forget drops the tenant's client, e.g. after its token was refused: the next request reads
 // the Secrets again.
-func (c *TenantClients) Forget(t Tenant) { c.cache.Remove(t) }
+func (c *TenantClients) Forget(t tenant.Name) { c.cache.Forget(t) }
 
 // Len is the number of tenants cached (known and unknown).
-func (c *TenantClients) Len() int { return len(c.cache.Keys()) }
+func (c *TenantClients) Len() int { return c.cache.Len() }
 
 // build reads the tenant's Cluster (for the name of its generic token kubeconfig), that
 // kubeconfig (server and CA) and the access Secret (token) from the seed.
-func (c *TenantClients) build(ctx context.Context, t Tenant) (client.Client, error) {
+func (c *TenantClients) build(ctx context.Context, t tenant.Name) (client.Client, error) {
 	unknown := func(format string, args ...any) error {
 		return &UnknownTenantError{Tenant: t, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -245,7 +246,7 @@ func (c *TenantClients) newClient(cfg *rest.Config) (client.Client, error) {
 // namespace (https://kube-apiserver); from the server's namespace that name is qualified with
 // the tenant's namespace, and the TLS server name stays the original one, which the
 // kube-apiserver's certificate carries.
-func TenantRESTConfig(t Tenant, kubeconfig []byte, token string) (*rest.Config, error) {
+func TenantRESTConfig(t tenant.Name, kubeconfig []byte, token string) (*rest.Config, error) {
 	if len(kubeconfig) == 0 {
 		return nil, errors.New("no key kubeconfig")
 	}
@@ -304,8 +305,8 @@ func NewRoutingReader(single client.Reader, tenants *TenantClients) client.Reade
 	return &routingReader{single: single, tenants: tenants}
 }
 
-func (r *routingReader) reader(ctx context.Context) (client.Reader, Tenant, error) {
-	t := TenantFrom(ctx)
+func (r *routingReader) reader(ctx context.Context) (client.Reader, tenant.Name, error) {
+	t := tenant.From(ctx)
 	if t == "" {
 		return r.single, t, nil
 	}
@@ -318,7 +319,7 @@ func (r *routingReader) reader(ctx context.Context) (client.Reader, Tenant, erro
 
 // forgetRefused drops a tenant's client whose credentials the tenant refused (a rotated token
 // or CA): the next request builds it anew from the Secrets.
-func (r *routingReader) forgetRefused(t Tenant, err error) error {
+func (r *routingReader) forgetRefused(t tenant.Name, err error) error {
 	if t != "" && apierrors.IsUnauthorized(err) {
 		r.tenants.Forget(t)
 	}

@@ -40,7 +40,7 @@ type Deps struct {
 	Source client.Reader
 	// Target reads the cluster whose requests are admitted (the seed itself or a shoot). In the
 	// multi-tenant mode it reads the cluster of the request's tenant (from the ctx, see
-	// TenantFrom): handlers must read through the request's ctx.
+	// tenant.From): handlers must read through the request's ctx.
 	Target client.Reader
 	// Config is GRM's component configuration, defaulted; its webhooks section configures
 	// each webhook.

@@ -10,7 +10,7 @@
 //     detached from the first caller's cancellation, bounded by LoadTimeout, so one caller
 //     giving up never fails the others.
 //   - Failed reads are not kept: the next request reads again.
-//   - Scoped by tenant: every key is qualified with webhook.TenantFrom(ctx), so a request for one
+//   - Scoped by tenant: every key is qualified with tenant.From(ctx), so a request for one
 //     control plane never sees what was read for another.
 package cache
 
@@ -19,11 +19,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	"golang.org/x/sync/singleflight"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
-
-	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
 // DefaultLoadTimeout bounds one read, as the kube-apiserver bounds a webhook call (10s).
@@ -40,10 +40,11 @@ type Options[V any] struct {
 	Clock clock.PassiveClock
 	// LoadTimeout bounds one read; 0 is DefaultLoadTimeout.
 	LoadTimeout time.Duration
-	// Keep says whether a value read may be reused; nil keeps every value. A value not kept
-	// is still handed to the callers that waited for the read (e.g. a Machine without a Node
-	// yet, which will get one soon).
-	Keep func(V) bool
+	// TTLOf, when set, says how long a value read is reused instead of TTL (0: not at all).
+	// A value not kept is still handed to the callers that waited for the read (e.g. a Machine
+	// without a Node yet, which will get one soon; an unknown tenant, remembered for less long
+	// than a known one).
+	TTLOf func(V) time.Duration
 }
 
 // Cache holds values of type V by tenant and key. Values are shared between requests: callers
@@ -57,7 +58,7 @@ type Cache[V any] struct {
 // entryKey is a key of the LRU: the tenant is a separate field, so no choice of key can reach
 // another tenant's entry.
 type entryKey struct {
-	tenant webhook.Tenant
+	tenant tenant.Name
 	key    string
 }
 
@@ -87,7 +88,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	if c.opts.TTL == 0 {
 		return load(ctx)
 	}
-	k := entryKey{tenant: webhook.TenantFrom(ctx), key: key}
+	k := entryKey{tenant: tenant.From(ctx), key: key}
 	if v, ok := c.entries.Get(k); ok {
 		return v.(V), nil
 	}
@@ -105,7 +106,11 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 		if err != nil {
 			return v, err
 		}
-		if remaining := c.opts.TTL - c.opts.Clock.Since(started); remaining > 0 && (c.opts.Keep == nil || c.opts.Keep(v)) {
+		ttl := c.opts.TTL
+		if c.opts.TTLOf != nil {
+			ttl = c.opts.TTLOf(v)
+		}
+		if remaining := ttl - c.opts.Clock.Since(started); remaining > 0 {
 			c.entries.Add(k, v, remaining)
 		}
 		return v, nil
@@ -124,6 +129,6 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 func (c *Cache[V]) Len() int { return len(c.entries.Keys()) }
 
 // Forget drops every entry of tenant t (e.g. when the tenant's target cluster changed).
-func (c *Cache[V]) Forget(t webhook.Tenant) {
+func (c *Cache[V]) Forget(t tenant.Name) {
 	c.entries.RemoveAll(func(k any) bool { return k.(entryKey).tenant == t })
 }

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testclock "k8s.io/utils/clock/testing"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
 )
 
@@ -181,7 +182,12 @@ func TestFailedReadsAreNotKept(t *testing.T) {
 }
 
 func TestKeepDecidesWhatIsReused(t *testing.T) {
-	c := newCache(t, cache.Options[string]{TTL: time.Hour, Size: 10, Keep: func(v string) bool { return v != "" }})
+	c := newCache(t, cache.Options[string]{TTL: time.Hour, Size: 10, TTLOf: func(v string) time.Duration {
+		if v == "" {
+			return 0
+		}
+		return time.Hour
+	}})
 	ctx := context.Background()
 	empty := &counting{value: ""}
 	for range 2 {
@@ -194,8 +200,8 @@ func TestKeepDecidesWhatIsReused(t *testing.T) {
 
 func TestTenantsNeverShareEntries(t *testing.T) {
 	c := newCache(t, cache.Options[string]{TTL: time.Hour, Size: 10})
-	tenantA := webhook.WithTenant(context.Background(), "shoot--a--one")
-	tenantB := webhook.WithTenant(context.Background(), "shoot--b--two")
+	tenantA := tenant.With(context.Background(), "shoot--a--one")
+	tenantB := tenant.With(context.Background(), "shoot--b--two")
 	single := context.Background()
 
 	for _, tc := range []struct {
@@ -204,7 +210,7 @@ func TestTenantsNeverShareEntries(t *testing.T) {
 	}{{tenantA, "a"}, {tenantB, "b"}, {single, "seed"}} {
 		v, err := c.Get(tc.ctx, "namespace/kube-system", func(ctx context.Context) (string, error) {
 			// The read sees the caller's tenant, to read that tenant's cluster.
-			assert.Equal(t, webhook.TenantFrom(tc.ctx), webhook.TenantFrom(ctx))
+			assert.Equal(t, tenant.From(tc.ctx), tenant.From(ctx))
 			return tc.value, nil
 		})
 		require.NoError(t, err)
@@ -215,7 +221,7 @@ func TestTenantsNeverShareEntries(t *testing.T) {
 		want string
 	}{{tenantA, "a"}, {tenantB, "b"}, {single, "seed"}} {
 		v, err := c.Get(tc.ctx, "namespace/kube-system", func(context.Context) (string, error) {
-			return "", fmt.Errorf("tenant %q read again", webhook.TenantFrom(tc.ctx))
+			return "", fmt.Errorf("tenant %q read again", tenant.From(tc.ctx))
 		})
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, v)
@@ -239,14 +245,14 @@ func TestConcurrentMissesOfDifferentTenantsReadSeparately(t *testing.T) {
 	load := func(ctx context.Context) (string, error) {
 		reads.Done()
 		<-release
-		return string(webhook.TenantFrom(ctx)), nil
+		return string(tenant.From(ctx)), nil
 	}
 	results := make(chan string, 2)
-	for _, tenant := range []webhook.Tenant{"shoot--a--one", "shoot--b--two"} {
+	for _, name := range []tenant.Name{"shoot--a--one", "shoot--b--two"} {
 		go func() {
-			v, err := c.Get(webhook.WithTenant(context.Background(), tenant), "k", load)
+			v, err := c.Get(tenant.With(context.Background(), name), "k", load)
 			assert.NoError(t, err)
-			results <- string(tenant) + "=" + v
+			results <- string(name) + "=" + v
 		}()
 	}
 	reads.Wait() // both reads started: they were not merged into one
@@ -274,7 +280,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func BenchmarkCacheHit(b *testing.B) {
 	c, err := cache.New(cache.Options[string]{TTL: time.Hour, Size: 1000})
 	require.NoError(b, err)
-	ctx := webhook.WithTenant(context.Background(), "shoot--a--one")
+	ctx := tenant.With(context.Background(), "shoot--a--one")
 	load := func(context.Context) (string, error) { return "v", nil }
 	_, _ = c.Get(ctx, "k", load)
 	b.ReportAllocs()

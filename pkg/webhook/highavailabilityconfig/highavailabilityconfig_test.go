@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -330,7 +332,7 @@ func TestReadsAreReusedForTheTTLPerTenant(t *testing.T) {
 	assert.Nil(t, admit(ctx).Spec.Template.Spec.Affinity, "within the TTL, the zones are not known yet")
 	assert.Equal(t, once, reads)
 
-	otherTenant := webhook.WithTenant(ctx, "shoot--other--cluster")
+	otherTenant := tenant.With(ctx, "shoot--other--cluster")
 	assert.NotNil(t, admit(otherTenant).Spec.Template.Spec.Affinity, "another tenant reads its own cluster")
 	assert.Equal(t, map[string]int{"namespace": 2, "HorizontalPodAutoscalerList": 2, "NodeList": 2}, reads)
 

@@ -130,7 +130,12 @@ func New(source, target client.Reader, machineNamespace *string, clk clock.Passi
 	machines, err := cache.New(cache.Options[machineInfo]{
 		TTL: cfg.MachineCacheTTL, Size: cfg.MachineCacheSize, Clock: clk,
 		// A Machine without Node gets one when it joins: read it again until then.
-		Keep: func(m machineInfo) bool { return m.node != "" },
+		TTLOf: func(m machineInfo) time.Duration {
+			if m.node == "" {
+				return 0
+			}
+			return cfg.MachineCacheTTL
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("machine cache: %w", err)

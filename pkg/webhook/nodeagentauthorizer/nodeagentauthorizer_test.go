@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -467,7 +469,7 @@ func TestMachinesOfTheRequestsTenant(t *testing.T) {
 	require.NoError(t, f.source.Create(context.Background(), other))
 	a := f.authorizer(t, ptr.To(machineNS), false)
 	ownNode := review(user, "get", "", "nodes", "", "", "node-1")
-	otherTenant := webhook.WithTenant(context.Background(), "shoot--other--x")
+	otherTenant := tenant.With(context.Background(), "shoot--other--x")
 
 	d, _, err := a.Authorize(context.Background(), ownNode)
 	require.NoError(t, err)
@@ -479,7 +481,7 @@ func TestMachinesOfTheRequestsTenant(t *testing.T) {
 	assert.Equal(t, `this gardener-node-agent can only access node "node-2"`, reason)
 	assert.Equal(t, 2, f.machineReads, "one read per tenant")
 
-	_, _, err = a.Authorize(webhook.WithTenant(context.Background(), "shoot--third--y"), ownNode)
+	_, _, err = a.Authorize(tenant.With(context.Background(), "shoot--third--y"), ownNode)
 	require.Error(t, err, "a tenant without that Machine: evaluation error")
 }
 

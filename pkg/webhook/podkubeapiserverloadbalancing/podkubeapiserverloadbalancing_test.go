@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -298,7 +300,7 @@ func TestReadsAreCached(t *testing.T) {
 			first := review(context.Background())
 			assert.Equal(t, first.Patches, review(context.Background()).Patches)
 			assert.Equal(t, tc.readsEach, *reads, "the second Pod reads nothing")
-			review(webhook.WithTenant(context.Background(), "shoot--other--tenant"))
+			review(tenant.With(context.Background(), "shoot--other--tenant"))
 			assert.Equal(t, 2*tc.readsEach, *reads, "another tenant reads for itself")
 			clk.Step(6 * time.Second)
 			review(context.Background())

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,7 +225,7 @@ func TestNodesAreCachedForTheTTL(t *testing.T) {
 	assert.Equal(t, int64(1), lists.Load())
 
 	// Another tenant's request reads its own cluster's Nodes, never the first tenant's entry.
-	otherTenant := webhook.WithTenant(context.Background(), "shoot--other--cluster")
+	otherTenant := tenant.With(context.Background(), "shoot--other--cluster")
 	resp := h.Handle(otherTenant, webhooktest.Request(t, admissionv1.Create, pod(), nil))
 	require.True(t, resp.Allowed)
 	assert.Equal(t, int64(2), lists.Load())

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -81,9 +83,9 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 	require.NoError(b, seed.Client.Get(ctx, client.ObjectKey{Namespace: string(shootA.tenant), Name: webhook.DefaultTenantAccessSecret}, access))
 	kubeconfig, err := genericTokenKubeconfig("bench", shootA.env.Config)
 	require.NoError(b, err)
-	names := make([]webhook.Tenant, count)
+	names := make([]tenant.Name, count)
 	for i := range names {
-		names[i] = webhook.Tenant(fmt.Sprintf("shoot--bench--t%d", i))
+		names[i] = tenant.Name(fmt.Sprintf("shoot--bench--t%d", i))
 		ns := string(names[i])
 		if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 			b.Fatal(err)
@@ -110,11 +112,12 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var perTenant float64
 			for b.Loop() {
-				clients := webhook.NewTenantClients(webhook.TenantClientsOptions{Seed: seedReader, Scheme: kubernetesscheme.Scheme, SharedMapper: shared, ConfigureREST: bootstrap.Unthrottled})
+				clients, err := webhook.NewTenantClients(webhook.TenantClientsOptions{Seed: seedReader, Scheme: kubernetesscheme.Scheme, SharedMapper: shared, ConfigureREST: bootstrap.Unthrottled})
+				require.NoError(b, err)
 				before := liveHeap()
 				for _, t := range names {
 					sa := &corev1.ServiceAccount{}
-					require.NoError(b, webhook.NewRoutingReader(nil, clients).Get(webhook.WithTenant(ctx, t), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bench"}, sa))
+					require.NoError(b, webhook.NewRoutingReader(nil, clients).Get(tenant.With(ctx, t), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bench"}, sa))
 				}
 				after := liveHeap()
 				runtime.KeepAlive(clients)

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -49,7 +51,7 @@ import (
 
 // shoot is one shoot: its control plane and its control-plane namespace in the seed (its tenant).
 type shoot struct {
-	tenant webhook.Tenant
+	tenant tenant.Name
 	env    *testenv.Env
 }
 
@@ -151,7 +153,7 @@ func clusterCRD() *apiextensionsv1.CustomResourceDefinition {
 // shoot, bound to cluster-admin; in the seed the control-plane namespace, the Cluster annotated
 // with the generic token kubeconfig's name, that kubeconfig (server and CA, a token file) and
 // the access Secret holding the ServiceAccount's token.
-func enrol(ctx context.Context, t webhook.Tenant, shootEnv *testenv.Env) error {
+func enrol(ctx context.Context, t tenant.Name, shootEnv *testenv.Env) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: v1beta1constants.DeploymentNameGardenerResourceManager}}
 	if err := shootEnv.Client.Create(ctx, sa); err != nil {
 		return err
@@ -222,10 +224,12 @@ func startServer(ctx context.Context) (<-chan error, error) {
 	if err != nil {
 		return nil, err
 	}
-	tenants = webhook.NewTenantClients(webhook.TenantClientsOptions{
+	if tenants, err = webhook.NewTenantClients(webhook.TenantClientsOptions{
 		Seed: seedReader, Scheme: kubernetesscheme.Scheme, Log: log,
 		SharedMapper: seedReader.RESTMapper(), ConfigureREST: bootstrap.Unthrottled,
-	})
+	}); err != nil {
+		return nil, err
+	}
 	deps := webhook.Deps{Source: seedReader, Target: webhook.NewRoutingReader(seedReader, tenants), Config: cfg, Clock: testclock.NewFakeClock(time.Now()), Log: log}
 	var webhooks []webhook.Webhook
 	for _, c := range []webhook.Constructor{projectedtokenmount.Webhook, nodeagentauthorizer.Webhook} {
@@ -308,7 +312,7 @@ func installShootRegistrations(ctx context.Context, s *shoot) error {
 
 // writeAuthorizationKubeconfig fills in config/shoot/authorization-webhook.kubeconfig.example for
 // the tenant: the server at the tenant's path, and its CA.
-func writeAuthorizationKubeconfig(t webhook.Tenant) (string, error) {
+func writeAuthorizationKubeconfig(t tenant.Name) (string, error) {
 	example, err := os.ReadFile("../../../config/shoot/authorization-webhook.kubeconfig.example")
 	if err != nil {
 		return "", err

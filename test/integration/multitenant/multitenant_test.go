@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -189,8 +191,8 @@ func TestTenantClientsAreSeparate(t *testing.T) {
 	reader := webhook.NewRoutingReader(seed.Client, tenants)
 	serviceAccount(t, shootB, "routed", true)
 	sa := &corev1.ServiceAccount{}
-	require.NoError(t, reader.Get(webhook.WithTenant(ctx, shootB.tenant), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa))
-	err = reader.Get(webhook.WithTenant(ctx, shootA.tenant), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa)
+	require.NoError(t, reader.Get(tenant.With(ctx, shootB.tenant), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa))
+	err = reader.Get(tenant.With(ctx, shootA.tenant), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa)
 	assert.True(t, err != nil && client.IgnoreNotFound(err) == nil, "A does not see B's ServiceAccount: %v", err)
 	err = reader.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa)
 	assert.True(t, err != nil && client.IgnoreNotFound(err) == nil, "the seed (no tenant) does not see it either: %v", err)

@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 # a recipe line that starts with $(ASSETS) stops when they cannot be provided.
 ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 
-.PHONY: run test build generate bench coldstart fuzz envtest-assets
+.PHONY: run test build generate bench coldstart webhookload fuzz envtest-assets
 
 ## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
 run:
@@ -32,6 +32,10 @@ bench:
 ## coldstart: a webhook server's cold start (exec → first TLS AdmissionReview) and idle RSS, 20 runs
 coldstart:
 	go run ./hack/coldstart -runs 20
+
+## webhookload: every webhook's p50/p90/p99 under sequential and concurrent load against envtest (hack/webhookload)
+webhookload:
+	$(ASSETS) go run ./hack/webhookload
 
 ## fuzz: run each fuzz target (they live in pkg/) for FUZZTIME; their seed corpora run in `make test`
 FUZZTIME ?= 30s

@@ -6,18 +6,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
@@ -30,6 +37,15 @@ var Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 // given operation; namespace and kind are taken from the objects.
 func Request(t testing.TB, op admissionv1.Operation, obj, oldObj runtime.Object) admission.Request {
 	t.Helper()
+	req, err := NewRequest(op, obj, oldObj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// NewRequest is Request outside tests (e.g. hack/webhookload): it returns the encoding error.
+func NewRequest(op admissionv1.Operation, obj, oldObj runtime.Object) (admission.Request, error) {
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID: types.UID("test-uid"), Operation: op, UserInfo: authenticationv1.UserInfo{Username: "test"},
 	}}
@@ -43,13 +59,18 @@ func Request(t testing.TB, op admissionv1.Operation, obj, oldObj runtime.Object)
 		gvk := o.GetObjectKind().GroupVersionKind()
 		req.Kind = metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
 	}
+	var err error
 	if obj != nil {
-		req.Object = runtime.RawExtension{Raw: mustJSON(t, obj)}
+		if req.Object.Raw, err = json.Marshal(obj); err != nil {
+			return admission.Request{}, err
+		}
 	}
 	if oldObj != nil {
-		req.OldObject = runtime.RawExtension{Raw: mustJSON(t, oldObj)}
+		if req.OldObject.Raw, err = json.Marshal(oldObj); err != nil {
+			return admission.Request{}, err
+		}
 	}
-	return req
+	return req, nil
 }
 
 // Mutate reviews obj with handler and decodes the patched result into out (which may be obj).
@@ -80,22 +101,53 @@ func Mutate(t testing.TB, handler admission.Handler, req admission.Request, out 
 	return resp
 }
 
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // AdmissionReview wraps a request into the body the kube-apiserver POSTs.
 func AdmissionReview(t testing.TB, req admission.Request) []byte {
 	t.Helper()
-	return mustJSON(t, admissionv1.AdmissionReview{
+	body, err := NewAdmissionReview(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// NewAdmissionReview is AdmissionReview outside tests: it returns the encoding error.
+func NewAdmissionReview(req admission.Request) ([]byte, error) {
+	return json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  &req.AdmissionRequest,
 	})
+}
+
+// ServingAddr is the host:port serving says the webhook server listens at.
+func ServingAddr(serving *envtest.WebhookInstallOptions) string {
+	return serving.LocalServingHost + ":" + strconv.Itoa(serving.LocalServingPort)
+}
+
+// StartServer serves webhooks over TLS at serving's address with serving's certificate (which
+// a kube-apiserver or client trusts through serving.LocalServingCAData), as the server command
+// does, until ctx ends. It returns once the server accepts connections; served reports how
+// serving ended.
+func StartServer(ctx context.Context, serving *envtest.WebhookInstallOptions, webhooks []webhook.Webhook, log *slog.Logger) (served <-chan error, err error) {
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- webhook.Serve(ctx, webhook.ServeOptions{
+			Addr:           ServingAddr(serving),
+			CertFile:       filepath.Join(serving.LocalServingCertDir, "tls.crt"),
+			KeyFile:        filepath.Join(serving.LocalServingCertDir, "tls.key"),
+			RequestTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second,
+			Ready: func(net.Addr) { close(ready) },
+		}, webhooks, prometheus.NewRegistry(), log)
+	}()
+	select {
+	case <-ready:
+		return done, nil
+	case err := <-done:
+		return nil, err
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("webhook server did not start")
+	}
 }
 
 // FuzzAdmission fuzzes the body POSTed to an admission webhook: whatever arrives, the webhook

@@ -13,17 +13,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -36,6 +33,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
 
 // The webhooks under test register themselves (with the configuration they need) from their
@@ -143,30 +141,14 @@ func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
 			paths[path] = true
 		}
 	}
-	ready := make(chan struct{})
-	served := make(chan error, 1)
-	go func() {
-		served <- webhook.Serve(ctx, webhook.ServeOptions{
-			Addr:           servingAddr(),
-			CertFile:       filepath.Join(serving.LocalServingCertDir, "tls.crt"),
-			KeyFile:        filepath.Join(serving.LocalServingCertDir, "tls.key"),
-			RequestTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second,
-			Ready: func(net.Addr) { close(ready) },
-		}, webhooks, prometheus.NewRegistry(), log)
-	}()
-	select {
-	case <-ready:
-		return paths, served, nil
-	case err := <-served:
+	served, err := webhooktest.StartServer(ctx, serving, webhooks, log)
+	if err != nil {
 		return nil, nil, err
-	case <-time.After(10 * time.Second):
-		return nil, nil, errors.New("webhook server did not start")
 	}
+	return paths, served, nil
 }
 
-func servingAddr() string {
-	return serving.LocalServingHost + ":" + strconv.Itoa(serving.LocalServingPort)
-}
+func servingAddr() string { return webhooktest.ServingAddr(serving) }
 
 // installWebhookConfigurations installs the Mutating- and ValidatingWebhookConfigurations of
 // config/shoot/ (the target plays a shoot) and config/ (registrations in the cluster the

@@ -85,6 +85,11 @@ type Config struct {
 	MachineCacheTTL time.Duration `envconfig:"NODE_AGENT_AUTHORIZER_MACHINE_CACHE_TTL" default:"30s"`
 	// MachineCacheSize bounds how many Machines are remembered.
 	MachineCacheSize int `envconfig:"NODE_AGENT_AUTHORIZER_MACHINE_CACHE_SIZE" default:"10000"`
+	// SecretsCacheTTL bounds how long the Secrets a node agent may read (its OSC secret and
+	// what its files reference, from the OSC secret and its Node) are reused: an agent reads
+	// them in bursts, and each computation reads the OSC secret and the Node and decodes the
+	// OperatingSystemConfig. 0 computes them on every request.
+	SecretsCacheTTL time.Duration `envconfig:"NODE_AGENT_AUTHORIZER_SECRETS_CACHE_TTL" default:"2s"`
 	// AuthorizeWithSelectors makes Pod list/watch require a spec.nodeName field selector for the
 	// agent's own Node (webhooks.nodeAgentAuthorizer.authorizeWithSelectors).
 	AuthorizeWithSelectors bool `ignored:"true"`
@@ -118,6 +123,8 @@ type Authorizer struct {
 	machineNamespace       *string
 	authorizeWithSelectors bool
 	machines               *cache.Cache[machineInfo]
+	// secrets are the Secrets each node agent may read besides the always readable ones.
+	secrets *cache.Cache[[]string]
 }
 
 // machineInfo is what a Machine tells: its Node and the OSC secret of its worker pool.
@@ -140,10 +147,15 @@ func New(source, target client.Reader, machineNamespace *string, clk clock.Passi
 	if err != nil {
 		return nil, fmt.Errorf("machine cache: %w", err)
 	}
+	secrets, err := cache.New(cache.Options[[]string]{TTL: cfg.SecretsCacheTTL, Size: cfg.MachineCacheSize, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("secrets cache: %w", err)
+	}
 	return &Authorizer{
 		source: source, target: target, machineNamespace: machineNamespace,
 		authorizeWithSelectors: cfg.AuthorizeWithSelectors,
 		machines:               machines,
+		secrets:                secrets,
 	}, nil
 }
 
@@ -367,13 +379,16 @@ func (a *Authorizer) secret(ctx context.Context, r request) (webhook.Decision, s
 		return d, reason, nil
 	}
 	readable := slices.Clone(alwaysReadableSecrets)
-	var more []string
-	var err error
+	key := r.machine
 	if r.machineNamespace != nil {
-		more, err = a.machineSecrets(ctx, *r.machineNamespace, r.machine)
-	} else {
-		more, err = a.gardenadmSecrets(ctx, r.machine)
+		key = *r.machineNamespace + "/" + r.machine
 	}
+	more, err := a.secrets.Get(ctx, key, func(ctx context.Context) ([]string, error) {
+		if r.machineNamespace != nil {
+			return a.machineSecrets(ctx, *r.machineNamespace, r.machine)
+		}
+		return a.gardenadmSecrets(ctx, r.machine)
+	})
 	if err != nil {
 		return webhook.Deny, "", err
 	}

@@ -549,3 +549,29 @@ func FuzzNodeAgentAuthorizer(f *testing.F) {
 		}
 	})
 }
+
+// The Secrets an agent may read are computed once per SecretsCacheTTL: within it a change of
+// the OSC secret is not seen yet, after it the next request decides on the new state.
+func TestReadableSecretsAreCachedBriefly(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture()
+	a, err := New(f.source, f.target, ptr.To(machineNS), f.clock, Config{MachineCacheTTL: time.Minute, MachineCacheSize: 10, SecretsCacheTTL: 2 * time.Second})
+	require.NoError(t, err)
+	referenced := review(user, "get", "", "secrets", "", "kube-system", "ref-all")
+	d, _, err := a.Authorize(ctx, referenced)
+	require.NoError(t, err)
+	require.Equal(t, webhook.Allow, d, "the OSC's files reference it")
+
+	// The worker pool's OSC secret goes, and with it what its files reference.
+	osc := &corev1.Secret{}
+	require.NoError(t, f.target.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "osc-pool-a"}, osc))
+	require.NoError(t, f.target.Delete(ctx, osc))
+	d, _, err = a.Authorize(ctx, referenced)
+	require.NoError(t, err)
+	assert.Equal(t, webhook.Allow, d, "within the TTL the computed Secrets are reused")
+
+	f.clock.Step(3 * time.Second)
+	d, _, err = a.Authorize(ctx, referenced)
+	require.NoError(t, err)
+	assert.Equal(t, webhook.Deny, d, "after the TTL the Secrets are computed again, without the OSC secret's references")
+}

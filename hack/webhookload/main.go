@@ -32,20 +32,12 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/crddeletionprotection"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/endpointslicehints"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionvalidation"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/highavailabilityconfig"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/kubernetesservicehost"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/podkubeapiserverloadbalancing"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/podschedulername"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/podtopologyspreadconstraints"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/seccompprofile"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/systemcomponentsconfig"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/vpainplaceupdates"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
+	"github.com/gardener-knative/gardener-knative/webhooks"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -57,24 +49,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
-
-// constructors are the webhooks of webhooks/resource-manager/main.go, in its order (the test
-// checks that the two lists agree).
-var constructors = []webhook.Constructor{
-	highavailabilityconfig.Webhook,
-	kubernetesservicehost.Webhook,
-	projectedtokenmount.Webhook,
-	podtopologyspreadconstraints.Webhook,
-	systemcomponentsconfig.Webhook,
-	endpointslicehints.Webhook,
-	crddeletionprotection.Webhook,
-	extensionvalidation.Webhook,
-	nodeagentauthorizer.Webhook,
-	podschedulername.Webhook,
-	seccompprofile.Webhook,
-	podkubeapiserverloadbalancing.Webhook,
-	vpainplaceupdates.Webhook,
-}
 
 // gardenerFigures are Gardener v1.150's own handlers' p50/p99 in ms, sent sequentially over
 // keep-alive on the same machine against envtest (issue 7).
@@ -230,22 +204,22 @@ func run(opts options, out io.Writer) (err error) {
 	return table.Flush()
 }
 
-// selectWebhooks are the constructors named (all when none is).
+// selectWebhooks are the webhooks.All named (all when none is).
 func selectWebhooks(names []string) ([]webhook.Constructor, error) {
 	if len(names) == 0 {
-		return constructors, nil
+		return webhooks.All, nil
 	}
 	var selected []webhook.Constructor
 	for _, name := range names {
-		i := slices.IndexFunc(constructors, func(c webhook.Constructor) bool { return c.Name == name })
+		i := slices.IndexFunc(webhooks.All, func(c webhook.Constructor) bool { return c.Name == name })
 		if i < 0 {
-			known := make([]string, 0, len(constructors))
-			for _, c := range constructors {
+			known := make([]string, 0, len(webhooks.All))
+			for _, c := range webhooks.All {
 				known = append(known, c.Name)
 			}
 			return nil, fmt.Errorf("unknown webhook %q; known: %s", name, strings.Join(known, ", "))
 		}
-		selected = append(selected, constructors[i])
+		selected = append(selected, webhooks.All[i])
 	}
 	return selected, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gardener-knative/gardener-knative/webhooks"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -59,7 +61,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 			}
 			multiTenant[o.GetName()] = env(container, "MULTI_TENANT") == "true"
 			names := strings.Split(env(container, "WEBHOOKS"), ",")
-			selected, err := webhook.Select(webhooks, names, cfg)
+			selected, err := webhook.Select(webhooks.All, names, cfg)
 			require.NoError(t, err, "Service %s", o.GetName())
 			for _, c := range selected {
 				wh, err := c.New(deps)
@@ -69,7 +71,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range webhooks {
+	for _, c := range webhooks.All {
 		assert.True(t, servedNames[c.Name], "no Knative Service in config/ serves %s", c.Name)
 	}
 

@@ -106,16 +106,23 @@ func (r *eventRecorder) Event(ctx context.Context, obj client.Object, eventType,
 	}
 }
 
-// count adds one occurrence to an existing Event.
+// count adds one occurrence to an existing Event. Concurrent repeats (an event and a sweep
+// meeting the same situation) conflict on it: the loser reads again and counts on the winner.
 func (r *eventRecorder) count(ctx context.Context, key client.ObjectKey, now metav1.Time) error {
-	existing := &corev1.Event{}
-	if err := r.c.Get(ctx, key, existing); err != nil {
-		return err
+	var err error
+	for range 3 {
+		existing := &corev1.Event{}
+		if err = r.c.Get(ctx, key, existing); err != nil {
+			return err
+		}
+		_, err = NewWriter(r.c).Patch(ctx, existing, func() {
+			existing.Count++
+			existing.LastTimestamp = now
+		})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
 	}
-	_, err := NewWriter(r.c).Patch(ctx, existing, func() {
-		existing.Count++
-		existing.LastTimestamp = now
-	})
 	return err
 }
 

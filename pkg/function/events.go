@@ -70,6 +70,7 @@ func eventOf(e cloudevents.Event) (ev Event, ok bool, err error) {
 	if ev.Kind.Kind == "" || ev.Kind.Version == "" || ev.Key.Name == "" {
 		return Event{}, true, rejected("%s event names no object: apiVersion, kind and name are required", e.Type())
 	}
+	ev.Created = e.Type() == RefAddEventType || e.Type() == ResourceAddEventType
 	ev.Deleted = e.Type() == RefDeleteEventType || e.Type() == ResourceDeleteEventType
 	ev.Cluster = Source
 	if c, ok := e.Extensions()[ClusterExtension]; ok {

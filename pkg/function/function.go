@@ -84,7 +84,9 @@ type Event struct {
 	Cluster Cluster
 	Kind    schema.GroupVersionKind
 	Key     Key
-	Deleted bool
+	// Created and Deleted say that the event is the object's add or delete event; neither
+	// means an update.
+	Created, Deleted bool
 	// Object is the object as the event carried it (the shared source runs in Resource mode).
 	// It may be older than what the API server holds: use it to filter and map, not to decide.
 	// Nil for Reference-mode events.

@@ -67,10 +67,13 @@ var Function = &function.Function{
 	}},
 }
 
-// BastionPredicate drops events about Bastions that are gone or already being deleted:
-// gardenlet is cleaning those up, there is nothing left to decide.
+// BastionPredicate lets through only the creation of a Bastion (not already being deleted): its
+// Shoot may be gone, being deleted or elsewhere from the start. A Bastion's updates (heartbeats
+// that extend its expiration, status) can never condemn it: time (expiration, lifetime) is the
+// resync sweep's to notice, a Shoot's deletion or move the Shoot's events'. So the frequent
+// heartbeat events cost no request.
 func BastionPredicate(ev function.Event) bool {
-	return !ev.Deleted && (ev.Object == nil || ev.Object.GetDeletionTimestamp() == nil)
+	return ev.Created && (ev.Object == nil || ev.Object.GetDeletionTimestamp() == nil)
 }
 
 // ShootPredicate is Gardener's predicate on the Shoot watch: a Shoot that is being deleted, or

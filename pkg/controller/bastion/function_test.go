@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
@@ -68,4 +70,14 @@ controllers:
 		_, err := loadConfig()
 		assert.Error(t, err)
 	})
+}
+
+func TestBastionPredicate(t *testing.T) {
+	live := &unstructured.Unstructured{}
+	deleting := &unstructured.Unstructured{}
+	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	assert.True(t, BastionPredicate(function.Event{Created: true, Object: live}), "a creation: its Shoot may be gone already")
+	assert.False(t, BastionPredicate(function.Event{Object: live}), "an update (heartbeat) cannot condemn it")
+	assert.False(t, BastionPredicate(function.Event{Deleted: true, Object: live}))
+	assert.False(t, BastionPredicate(function.Event{Created: true, Object: deleting}), "gardenlet cleans it up already")
 }

@@ -132,28 +132,32 @@ func TestBastionEvents(t *testing.T) {
 		f.Send("update", s)
 		assert.False(t, exists(t, b))
 	})
-	t.Run("expiration reached", func(t *testing.T) {
+	t.Run("created expired: its creation event takes it", func(t *testing.T) {
 		f := newFixture(t)
 		f.shoot(t, "shoot", "seed-a")
 		b := f.bastion(t, "bastion", "shoot", "seed-a", &hour)
 		f.Clock.Step(hour + time.Second)
-		f.Send("update", b)
+		f.Send("add", b)
 		assert.False(t, exists(t, b))
 	})
-	t.Run("max lifetime reached", func(t *testing.T) {
+	t.Run("a heartbeat costs nothing: expiration and lifetime are the sweep's", func(t *testing.T) {
 		f := newFixture(t)
 		f.shoot(t, "shoot", "seed-a")
-		b := f.bastion(t, "bastion", "shoot", "seed-a", nil)
+		expiring := f.bastion(t, "expiring", "shoot", "seed-a", &hour)
+		rotten := f.bastion(t, "rotten", "shoot", "seed-a", nil)
 		f.Clock.Step(24*time.Hour + time.Minute)
-		f.Send("update", b)
-		assert.False(t, exists(t, b))
+		assert.Empty(t, f.Measure(func() { f.Send("update", expiring); f.Send("update", rotten) }))
+		assert.True(t, exists(t, expiring))
+		f.Sweep("resync")
+		assert.False(t, exists(t, expiring), "expired")
+		assert.False(t, exists(t, rotten), "max lifetime reached")
 	})
 	t.Run("duplicated and reordered events are harmless", func(t *testing.T) {
 		f := newFixture(t)
 		b := f.bastion(t, "bastion", "no-such-shoot", "seed-a", &hour)
 		f.Send("delete", b)
-		f.Send("update", b)
-		f.Send("update", b)
+		f.Send("add", b)
+		f.Send("add", b)
 		assert.False(t, exists(t, b))
 	})
 }
@@ -194,7 +198,7 @@ func TestDeleteIsConditionalOnWhatWasRead(t *testing.T) {
 	assert.True(t, apierrors.IsConflict(err), "want a conflict, got %v", err)
 	assert.True(t, exists(t, b), "the extended Bastion must survive")
 
-	f.Send("update", stale)
+	f.Send("add", stale) // a late creation event: the function decides on live state
 	assert.True(t, exists(t, b), "read from live state, the extended Bastion lives")
 }
 
@@ -226,11 +230,13 @@ func TestAPIRequestCost(t *testing.T) {
 	}
 
 	// The first event of a process also asks discovery for the kinds' REST mappings once.
-	f.Send("update", b)
+	f.Send("add", b)
 	f.Send("delete", f.shoot(t, "warm-up", "seed-a"))
 
-	gets, lists, deletes := measure(func() { f.Send("update", b) })
-	assert.Equal(t, [3]int{2, 0, 0}, [3]int{gets, lists, deletes}, "no-op Bastion event: GET Bastion, GET Shoot")
+	gets, lists, deletes := measure(func() { f.Send("add", b) })
+	assert.Equal(t, [3]int{2, 0, 0}, [3]int{gets, lists, deletes}, "a live Bastion's creation: GET Bastion, GET Shoot")
+	gets, lists, deletes = measure(func() { f.Send("update", b) })
+	assert.Equal(t, [3]int{0, 0, 0}, [3]int{gets, lists, deletes}, "a Bastion's update (heartbeat): filtered by the predicate, no request")
 
 	unrelated := f.shoot(t, "unrelated", "seed-a")
 	gets, lists, deletes = measure(func() { f.Send("update", unrelated) })

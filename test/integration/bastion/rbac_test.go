@@ -26,7 +26,7 @@ func TestRunsWithTheRBACOfConfig(t *testing.T) {
 	migrating := f.bastion(t, "migrating", "shoot", "seed-a", &hour)
 	f.Clock.Step(2 * hour)
 
-	f.Send("update", expired)
+	f.Send("add", expired)
 	assert.False(t, exists(t, expired))
 	f.Sweep("resync")
 	assert.False(t, exists(t, orphan))

@@ -33,10 +33,11 @@ func seccompPod(t *testing.T, namespace string, labels map[string]string, securi
 	return p.Spec.SecurityContext
 }
 
-// The seed's registration (the only one Gardener has): namespaces labelled gardener.cloud/role.
+// The seed's registration (the only one Gardener has, behind a feature gate that is off by
+// default: so it is opt-in, in config/seed-opt-in/): namespaces labelled gardener.cloud/role.
 func TestSeccompProfile(t *testing.T) {
 	namespace := targetNamespace(t, map[string]string{v1beta1constants.GardenRole: "test"})
-	waitForWebhook(t, func(ctx context.Context) bool {
+	installSeedRegistration(t, "seed-opt-in/webhook-seccomp-profile.yaml", func(ctx context.Context) bool {
 		p := testPod(namespace, "probe", nil)
 		return target.Client.Create(ctx, p, client.DryRunAll) == nil && p.Spec.SecurityContext != nil && p.Spec.SecurityContext.SeccompProfile != nil
 	})

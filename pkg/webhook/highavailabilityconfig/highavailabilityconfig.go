@@ -19,7 +19,6 @@ import (
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -57,40 +56,29 @@ type Config struct {
 	CacheTTL time.Duration `envconfig:"HIGH_AVAILABILITY_CONFIG_CACHE_TTL" default:"1s"`
 }
 
-// Webhook is the constructor the server registers. It reads Namespaces, HPAs and Nodes of the
-// target cluster, the one whose objects it admits, reused for
-// HIGH_AVAILABILITY_CONFIG_CACHE_TTL.
-var Webhook = webhook.Constructor{
-	Name:    Name,
-	Enabled: enabled,
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		var cfg Config
-		if err := envconfig.Process("", &cfg); err != nil {
+// configured is the webhook with its settings (HIGH_AVAILABILITY_CONFIG_CACHE_TTL).
+var configured = webhook.Configured[Config]{
+	Name: Name,
+	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+		return c.Webhooks.HighAvailabilityConfig.Enabled
+	},
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
+		h, err := Handler(deps.Target, deps.Config.Webhooks.HighAvailabilityConfig, deps.Clock, cfg.CacheTTL, deps.Log)
+		if err != nil {
 			return webhook.Webhook{}, err
 		}
-		return newWebhook(deps, cfg.CacheTTL)
+		return webhook.Admission(Name, Path, h, deps.Log), nil
 	},
 }
 
+// Webhook is the constructor the server registers. It reads Namespaces, HPAs and Nodes of the
+// target cluster, the one whose objects it admits, reused for
+// HIGH_AVAILABILITY_CONFIG_CACHE_TTL.
+var Webhook = configured.Constructor()
+
 // WithCacheTTL is Webhook with a fixed cache TTL instead of the environment's.
 func WithCacheTTL(ttl time.Duration) webhook.Constructor {
-	return webhook.Constructor{
-		Name:    Name,
-		Enabled: enabled,
-		New:     func(deps webhook.Deps) (webhook.Webhook, error) { return newWebhook(deps, ttl) },
-	}
-}
-
-func enabled(c *rmv1alpha1.ResourceManagerConfiguration) bool {
-	return c.Webhooks.HighAvailabilityConfig.Enabled
-}
-
-func newWebhook(deps webhook.Deps, ttl time.Duration) (webhook.Webhook, error) {
-	h, err := Handler(deps.Target, deps.Config.Webhooks.HighAvailabilityConfig, deps.Clock, ttl, deps.Log)
-	if err != nil {
-		return webhook.Webhook{}, err
-	}
-	return webhook.Admission(Name, Path, h, deps.Log), nil
+	return configured.With(Config{CacheTTL: ttl})
 }
 
 var (

@@ -8,7 +8,6 @@ import (
 	"errors"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -31,20 +30,17 @@ type Config struct {
 }
 
 // Webhook is the constructor the server registers.
-var Webhook = webhook.Constructor{
-	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.KubernetesServiceHost.Enabled },
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		cfg := Config{Host: deps.Config.Webhooks.KubernetesServiceHost.Host}
-		if err := envconfig.Process("", &cfg); err != nil {
-			return webhook.Webhook{}, err
-		}
+var Webhook = webhook.Configured[Config]{
+	Name:     Name,
+	Enabled:  func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.KubernetesServiceHost.Enabled },
+	Defaults: func(deps webhook.Deps) Config { return Config{Host: deps.Config.Webhooks.KubernetesServiceHost.Host} },
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		if cfg.Host == "" {
 			return webhook.Webhook{}, errors.New("no host: set KUBERNETES_SERVICE_HOST_WEBHOOK_HOST or webhooks.kubernetesServiceHost.host")
 		}
 		return webhook.Admission(Name, Path, Handler(cfg.Host), deps.Log), nil
 	},
-}
+}.Constructor()
 
 // Handler injects host into every container and init container that does not set the
 // variable already.

@@ -17,7 +17,6 @@ import (
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,23 +95,20 @@ type Config struct {
 }
 
 // Webhook is the constructor the server registers.
-var Webhook = webhook.Constructor{
+var Webhook = webhook.Configured[Config]{
 	Name:    Name,
 	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.NodeAgentAuthorizer.Enabled },
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		var cfg Config
-		if err := envconfig.Process("", &cfg); err != nil {
-			return webhook.Webhook{}, err
-		}
-		wc := deps.Config.Webhooks.NodeAgentAuthorizer
-		cfg.AuthorizeWithSelectors = ptr.Deref(wc.AuthorizeWithSelectors, false)
-		a, err := New(deps.Source, deps.Target, wc.MachineNamespace, deps.Clock, cfg)
+	Defaults: func(deps webhook.Deps) Config {
+		return Config{AuthorizeWithSelectors: ptr.Deref(deps.Config.Webhooks.NodeAgentAuthorizer.AuthorizeWithSelectors, false)}
+	},
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
+		a, err := New(deps.Source, deps.Target, deps.Config.Webhooks.NodeAgentAuthorizer.MachineNamespace, deps.Clock, cfg)
 		if err != nil {
 			return webhook.Webhook{}, err
 		}
 		return webhook.Authorization(Name, Path, a, deps.Log), nil
 	},
-}
+}.Constructor()
 
 // Authorizer decides the node agents' requests.
 type Authorizer struct {

@@ -20,7 +20,6 @@ import (
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,23 +54,19 @@ type Config struct {
 }
 
 // Webhook is the constructor the server registers.
-var Webhook = webhook.Constructor{
+var Webhook = webhook.Configured[Config]{
 	Name: Name,
 	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
 		return c.Webhooks.PodKubeAPIServerLoadBalancing.Enabled
 	},
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		var cfg Config
-		if err := envconfig.Process("", &cfg); err != nil {
-			return webhook.Webhook{}, err
-		}
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		h, err := NewHandler(deps.Target, deps.Clock, cfg, deps.Log.With("webhook", Name))
 		if err != nil {
 			return webhook.Webhook{}, err
 		}
 		return webhook.Admission(Name, Path, h, deps.Log), nil
 	},
-}
+}.Constructor()
 
 // Handler adds the host aliases and the network policy label to Pods that use a generic token
 // kubeconfig, reading the ConfigMap and the gateway's Service with target on every request.

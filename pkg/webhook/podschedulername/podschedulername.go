@@ -8,7 +8,6 @@ import (
 	"context"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	corev1 "k8s.io/api/core/v1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -31,22 +30,22 @@ type Config struct {
 }
 
 // Webhook is the constructor the server registers.
-var Webhook = webhook.Constructor{
+var Webhook = webhook.Configured[Config]{
 	Name:    Name,
 	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.PodSchedulerName.Enabled },
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
+	Defaults: func(deps webhook.Deps) Config {
 		// Gardener's API defaults the name to default-scheduler, but only for a configuration
 		// that enables the webhook; enabled through WEBHOOKS it gets the same default here.
 		cfg := Config{SchedulerName: corev1.DefaultSchedulerName}
 		if name := deps.Config.Webhooks.PodSchedulerName.SchedulerName; name != nil && *name != "" {
 			cfg.SchedulerName = *name
 		}
-		if err := envconfig.Process("", &cfg); err != nil {
-			return webhook.Webhook{}, err
-		}
+		return cfg
+	},
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(cfg.SchedulerName), deps.Log), nil
 	},
-}
+}.Constructor()
 
 // Handler sets schedulerName on every Pod that names no scheduler or the default one.
 func Handler(schedulerName string) admission.Handler {

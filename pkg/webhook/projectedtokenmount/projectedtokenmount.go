@@ -15,7 +15,6 @@ import (
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,14 +56,10 @@ type Config struct {
 }
 
 // Webhook is the constructor the server registers.
-var Webhook = webhook.Constructor{
+var Webhook = webhook.Configured[Config]{
 	Name:    Name,
 	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.ProjectedTokenMount.Enabled },
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		var cfg Config
-		if err := envconfig.Process("", &cfg); err != nil {
-			return webhook.Webhook{}, err
-		}
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		// Gardener defaults expirationSeconds only when the webhook is enabled in the file, so
 		// a configuration enabled otherwise (e.g. by WEBHOOKS) is defaulted here.
 		expiration := ptr.Deref(deps.Config.Webhooks.ProjectedTokenMount.ExpirationSeconds, DefaultExpirationSeconds)
@@ -74,7 +69,7 @@ var Webhook = webhook.Constructor{
 		}
 		return webhook.Admission(Name, Path, h, deps.Log), nil
 	},
-}
+}.Constructor()
 
 // Handler mounts the token volume into Pods that meet all preconditions, reading their
 // ServiceAccounts with target on every request; expirationSeconds is the default token

@@ -12,7 +12,6 @@ import (
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	"github.com/kelseyhightower/envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -50,39 +49,28 @@ type Config struct {
 	NodeCacheTTL time.Duration `envconfig:"SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL" default:"5s"`
 }
 
-// Webhook is the constructor the server registers; the node cache TTL comes from
-// SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL.
-var Webhook = webhook.Constructor{
-	Name:    Name,
-	Enabled: enabled,
-	New: func(deps webhook.Deps) (webhook.Webhook, error) {
-		var cfg Config
-		if err := envconfig.Process("", &cfg); err != nil {
+// configured is the webhook with its settings (SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL).
+var configured = webhook.Configured[Config]{
+	Name: Name,
+	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+		return c.Webhooks.SystemComponentsConfig.Enabled
+	},
+	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
+		h, err := Handler(deps.Target, deps.Config.Webhooks.SystemComponentsConfig, deps.Clock, cfg.NodeCacheTTL)
+		if err != nil {
 			return webhook.Webhook{}, err
 		}
-		return newWebhook(deps, cfg.NodeCacheTTL)
+		return webhook.Admission(Name, Path, h, deps.Log), nil
 	},
 }
 
+// Webhook is the constructor the server registers; the node cache TTL comes from
+// SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL.
+var Webhook = configured.Constructor()
+
 // WithNodeCacheTTL is Webhook with a fixed node cache TTL instead of the environment's.
 func WithNodeCacheTTL(ttl time.Duration) webhook.Constructor {
-	return webhook.Constructor{
-		Name:    Name,
-		Enabled: enabled,
-		New:     func(deps webhook.Deps) (webhook.Webhook, error) { return newWebhook(deps, ttl) },
-	}
-}
-
-func enabled(c *rmv1alpha1.ResourceManagerConfiguration) bool {
-	return c.Webhooks.SystemComponentsConfig.Enabled
-}
-
-func newWebhook(deps webhook.Deps, ttl time.Duration) (webhook.Webhook, error) {
-	h, err := Handler(deps.Target, deps.Config.Webhooks.SystemComponentsConfig, deps.Clock, ttl)
-	if err != nil {
-		return webhook.Webhook{}, err
-	}
-	return webhook.Admission(Name, Path, h, deps.Log), nil
+	return configured.With(Config{NodeCacheTTL: ttl})
 }
 
 // Handler adds cfg's node selector and tolerations, and tolerations for the taints of the

@@ -2,9 +2,6 @@ package webhooks_test
 
 import (
 	"context"
-	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -14,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/endpointslicehints"
 )
 
@@ -105,42 +101,10 @@ func assertHintedSlice(t *testing.T, namespace string) {
 	assert.Equal(t, [][]string{nil, {"zone-a"}, nil}, zoneHints(createEndpointSlice(t, notOptedIn)), "slices of Services that did not opt in")
 }
 
-// installOptInShootRegistration installs config/shoot-opt-in/<file> (not among the shoot
-// registrations the harness installs) into the target until the test ends, pointed at the
-// local single-tenant server, and waits until probe sees the webhook answer.
-func installOptInShootRegistration(t *testing.T, file string, probe func(ctx context.Context) bool) {
-	t.Helper()
-	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join("../../../config/shoot-opt-in", file))
-	require.NoError(t, err)
-	mutating, _, err := decodeWebhookConfigurations(data)
-	require.NoError(t, err)
-	require.NotEmpty(t, mutating, file)
-	for _, c := range mutating {
-		// The seed's registration, which the harness installs, has the same name.
-		c.Name += "-shoot"
-		for i := range c.Webhooks {
-			cc := &c.Webhooks[i].ClientConfig
-			u, err := url.Parse(*cc.URL)
-			require.NoError(t, err)
-			// The template addresses a tenant of the multi-tenant server; this one is
-			// single-tenant and its target plays the shoot.
-			if _, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix); ok {
-				u.Path = rest
-			}
-			u.Host = servingAddr()
-			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
-		}
-		require.NoError(t, target.Client.Create(ctx, c))
-		t.Cleanup(func() { assert.NoError(t, target.Client.Delete(context.Background(), c)) })
-	}
-	waitForWebhook(t, probe)
-}
-
 // Registered in a shoot (opt-in), it matches opted-in slices of kube-system and
 // kubernetes-dashboard.
 func TestEndpointSliceHintsInShoot(t *testing.T) {
-	installOptInShootRegistration(t, "webhook-endpoint-slice-hints.yaml", probeEndpointSliceHints(metav1.NamespaceSystem))
+	installRegistration(t, "shoot-opt-in/webhook-endpoint-slice-hints.yaml", "-shoot", probeEndpointSliceHints(metav1.NamespaceSystem))
 	assertHintedSlice(t, metav1.NamespaceSystem)
 
 	untouched := createEndpointSlice(t, endpointSlice(targetNamespace(t, nil)))
@@ -150,7 +114,7 @@ func TestEndpointSliceHintsInShoot(t *testing.T) {
 // In the seed, the registration matches namespaces labelled gardener.cloud/role.
 func TestEndpointSliceHintsInSeed(t *testing.T) {
 	ns := targetNamespace(t, map[string]string{v1beta1constants.GardenRole: "test"})
-	installSeedRegistration(t, "webhook-endpoint-slice-hints.yaml", probeEndpointSliceHints(ns))
+	installRegistration(t, "webhook-endpoint-slice-hints.yaml", "-seed", probeEndpointSliceHints(ns))
 	assertHintedSlice(t, ns)
 
 	untouched := createEndpointSlice(t, endpointSlice(targetNamespace(t, nil)))

@@ -264,13 +264,14 @@ func kept[W any](config string, webhooks []W, access func(*W) (*admissionregistr
 	return out, nil
 }
 
-// installSeedRegistration installs the webhook configurations of config/<file>, the seed's
-// registrations, into the target as well (under their name with "-seed"), pointed at the local
-// server, until the test ends. The harness installs only the shoot's entry of a webhook both
-// register, and that one matches kube-system and kubernetes-dashboard alone; the seed's
-// matches the test's own namespaces (labelled gardener.cloud/role). It returns when probe
-// sees the webhook answer.
-func installSeedRegistration(t *testing.T, file string, probe func(ctx context.Context) bool) {
+// installRegistration installs the webhook configurations of config/<file> into the target
+// until the test ends, renamed with suffix (the harness may have installed another cluster's
+// registration of the same name) and pointed at the local single-tenant server, and returns when
+// probe sees the webhook answer. It serves what the harness does not install: a seed's entry of
+// a webhook both register (the harness installs only the shoot's, which matches kube-system and
+// kubernetes-dashboard alone, where the seed's matches the test's namespaces labelled
+// gardener.cloud/role), and the opt-in registrations of config/{seed,shoot}-opt-in/.
+func installRegistration(t *testing.T, file, suffix string, probe func(ctx context.Context) bool) {
 	t.Helper()
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join("../../../config", file))
@@ -279,11 +280,16 @@ func installSeedRegistration(t *testing.T, file string, probe func(ctx context.C
 	require.NoError(t, err)
 	require.NotEmpty(t, mutating, file)
 	for _, c := range mutating {
-		c.Name += "-seed"
+		c.Name += suffix
 		for i := range c.Webhooks {
 			cc := &c.Webhooks[i].ClientConfig
 			u, err := url.Parse(*cc.URL)
 			require.NoError(t, err)
+			// A shoot template addresses a tenant of the multi-tenant server; this one is
+			// single-tenant and its target plays the shoot.
+			if _, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix); ok {
+				u.Path = rest
+			}
 			u.Host = servingAddr()
 			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
 		}

@@ -37,7 +37,7 @@ func seccompPod(t *testing.T, namespace string, labels map[string]string, securi
 // default: so it is opt-in, in config/seed-opt-in/): namespaces labelled gardener.cloud/role.
 func TestSeccompProfile(t *testing.T) {
 	namespace := targetNamespace(t, map[string]string{v1beta1constants.GardenRole: "test"})
-	installSeedRegistration(t, "seed-opt-in/webhook-seccomp-profile.yaml", func(ctx context.Context) bool {
+	installRegistration(t, "seed-opt-in/webhook-seccomp-profile.yaml", "-seed", func(ctx context.Context) bool {
 		p := testPod(namespace, "probe", nil)
 		return target.Client.Create(ctx, p, client.DryRunAll) == nil && p.Spec.SecurityContext != nil && p.Spec.SecurityContext.SeccompProfile != nil
 	})

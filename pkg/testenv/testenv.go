@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -184,4 +187,15 @@ func MainWith(m *testing.M, env **Env, opts Options) {
 	code := m.Run()
 	_ = (*env).Stop()
 	os.Exit(code)
+}
+
+// Namespace creates a namespace of its own for a test (named garden-<random>, as project
+// namespaces are) and returns its name.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
 }

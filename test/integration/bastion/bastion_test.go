@@ -14,7 +14,6 @@ import (
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -40,9 +39,7 @@ func newFixture(t testing.TB, options ...functiontest.Option) *fixture {
 	t.Helper()
 	options = append([]functiontest.Option{functiontest.WithConfig(&bastion.Config{MaxLifetime: 24 * time.Hour})}, options...)
 	f := &fixture{Harness: functiontest.New(t, env, bastion.Function, options...)}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	f.ns = ns.Name
+	f.ns = env.Namespace(t)
 	return f
 }
 

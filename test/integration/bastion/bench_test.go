@@ -10,7 +10,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -39,9 +38,7 @@ func BenchmarkResync10000Shoots50Bastions(b *testing.B) {
 
 func benchmarkResync(b *testing.B, fn *function.Function) {
 	f := &fixture{Harness: functiontest.New(b, env, fn, functiontest.WithConfig(&bastion.Config{MaxLifetime: 24 * time.Hour}))}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-"}}
-	require.NoError(b, env.Client.Create(context.Background(), ns))
-	f.ns = ns.Name
+	f.ns = env.Namespace(b)
 	ctx := context.Background()
 	create := make(chan int)
 	errs := make(chan error, 16)

@@ -37,12 +37,7 @@ func newFixture(t testing.TB, fn *function.Function, options ...functiontest.Opt
 	return &fixture{Harness: functiontest.New(t, env, fn, options...), ns: namespace(t), quotaNS: namespace(t)}
 }
 
-func namespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
-}
+func namespace(t testing.TB) string { return env.Namespace(t) }
 
 func create[T client.Object](t testing.TB, obj T) T {
 	t.Helper()

@@ -39,12 +39,7 @@ func unique(prefix string) string {
 }
 
 // namespace creates a project namespace for one test.
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-rp-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
-}
+func namespace(t *testing.T) string { return env.Namespace(t) }
 
 func create(t *testing.T, obj client.Object) {
 	t.Helper()

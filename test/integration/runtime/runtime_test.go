@@ -32,12 +32,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "runtime-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
-}
+func namespace(t *testing.T) string { return env.Namespace(t) }
 
 // newerShoot creates a Shoot as a newer gardener-apiserver serves it: with fields in spec, in a
 // list element and in status that the pinned API types do not know.

@@ -174,6 +174,12 @@ type List struct {
 	MetadataOnly bool
 	// LabelSelector restricts the LIST on the server.
 	LabelSelector string
+	// Namespace restricts the LIST to one namespace (e.g. the seeds' Leases). Reads of the
+	// kind outside it go to the API server.
+	Namespace string
+	// PageSize overrides the runtime's LIST_PAGE_SIZE for this list: a sweep whose cost is
+	// counted in requests (the seed lifecycle's tick) reads a kind of bounded size in one page.
+	PageSize int64
 	// Indexes answer the field selectors the reconciler lists this kind with during the
 	// sweep, by field name (e.g. "spec.seedName" → the Shoot's seed name).
 	Indexes map[string]IndexFunc

@@ -100,6 +100,9 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 		return err
 	}
 	l := s.lookup(gvk.GroupKind())
+	if l != nil && l.list.Namespace != "" && key.Namespace != l.list.Namespace {
+		l = nil // outside the namespace the sweep listed
+	}
 	if l == nil {
 		return s.getLive(ctx, fetchKey{gvk: gvk, key: key}, obj, opts...)
 	}
@@ -168,6 +171,9 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 		return s.live.List(ctx, list, opts...)
 	}
 	o := (&client.ListOptions{}).ApplyOptions(opts)
+	if l.list.Namespace != "" && o.Namespace != l.list.Namespace {
+		return s.live.List(ctx, list, opts...) // beyond the namespace the sweep listed
+	}
 	candidates := l.order
 	if o.Namespace != "" {
 		candidates = l.byNamespace[o.Namespace]
@@ -300,7 +306,13 @@ func listPages(ctx context.Context, reader client.Reader, scheme *runtime.Scheme
 		if err != nil {
 			return err
 		}
+		if l.PageSize > 0 {
+			pageSize = l.PageSize
+		}
 		opts := []client.ListOption{client.Limit(pageSize), client.Continue(token)}
+		if l.Namespace != "" {
+			opts = append(opts, client.InNamespace(l.Namespace))
+		}
 		if l.LabelSelector != "" {
 			sel, err := labels.Parse(l.LabelSelector)
 			if err != nil {

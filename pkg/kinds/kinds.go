@@ -5,7 +5,11 @@ package kinds
 import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
+	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -30,18 +34,30 @@ var (
 	ExposureClass          = function.NewClusterKind(core, "ExposureClass", "exposureclasses")
 	Seed                   = function.NewClusterKind(core, "Seed", "seeds")
 	InternalSecret         = function.NewKind(core, "InternalSecret", "internalsecrets").AsConfidential()
+	ShootState             = function.NewKind(core, "ShootState", "shootstates")
+	ManagedSeed            = function.NewKind(seedmanagementv1alpha1.SchemeGroupVersion, "ManagedSeed", "managedseeds")
+	ManagedSeedSet         = function.NewKind(seedmanagementv1alpha1.SchemeGroupVersion, "ManagedSeedSet", "managedseedsets")
 	Bastion                = function.NewKind(operationsv1alpha1.SchemeGroupVersion, "Bastion", "bastions")
 	CredentialsBinding     = function.NewKind(securityv1alpha1.SchemeGroupVersion, "CredentialsBinding", "credentialsbindings")
 	WorkloadIdentity       = function.NewKind(securityv1alpha1.SchemeGroupVersion, "WorkloadIdentity", "workloadidentities")
 )
 
+// gardener-operator's kinds (served by the runtime cluster's kube-apiserver from CRDs).
+var (
+	Extension = function.NewClusterKind(operatorv1alpha1.SchemeGroupVersion, "Extension", "extensions")
+)
+
 // Kubernetes' kinds.
 var (
-	Namespace          = function.NewClusterKind(corev1.SchemeGroupVersion, "Namespace", "namespaces")
-	Secret             = function.NewKind(corev1.SchemeGroupVersion, "Secret", "secrets").AsConfidential()
-	ConfigMap          = function.NewKind(corev1.SchemeGroupVersion, "ConfigMap", "configmaps")
-	ResourceQuota      = function.NewKind(corev1.SchemeGroupVersion, "ResourceQuota", "resourcequotas")
-	ClusterRole        = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRole", "clusterroles")
-	ClusterRoleBinding = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRoleBinding", "clusterrolebindings")
-	RoleBinding        = function.NewKind(rbacv1.SchemeGroupVersion, "RoleBinding", "rolebindings")
+	Namespace                 = function.NewClusterKind(corev1.SchemeGroupVersion, "Namespace", "namespaces")
+	Secret                    = function.NewKind(corev1.SchemeGroupVersion, "Secret", "secrets").AsConfidential()
+	ConfigMap                 = function.NewKind(corev1.SchemeGroupVersion, "ConfigMap", "configmaps")
+	ResourceQuota             = function.NewKind(corev1.SchemeGroupVersion, "ResourceQuota", "resourcequotas")
+	ClusterRole               = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRole", "clusterroles")
+	ClusterRoleBinding        = function.NewClusterKind(rbacv1.SchemeGroupVersion, "ClusterRoleBinding", "clusterrolebindings")
+	RoleBinding               = function.NewKind(rbacv1.SchemeGroupVersion, "RoleBinding", "rolebindings")
+	ServiceAccount            = function.NewKind(corev1.SchemeGroupVersion, "ServiceAccount", "serviceaccounts")
+	Event                     = function.NewKind(corev1.SchemeGroupVersion, "Event", "events")
+	Lease                     = function.NewKind(coordinationv1.SchemeGroupVersion, "Lease", "leases")
+	CertificateSigningRequest = function.NewClusterKind(certificatesv1.SchemeGroupVersion, "CertificateSigningRequest", "certificatesigningrequests")
 )

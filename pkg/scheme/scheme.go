@@ -5,6 +5,8 @@ package scheme
 import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
+	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -19,4 +21,6 @@ func init() {
 	utilruntime.Must(gardencorev1beta1.AddToScheme(Gardener))
 	utilruntime.Must(operationsv1alpha1.AddToScheme(Gardener))
 	utilruntime.Must(securityv1alpha1.AddToScheme(Gardener))
+	utilruntime.Must(seedmanagementv1alpha1.AddToScheme(Gardener))
+	utilruntime.Must(operatorv1alpha1.AddToScheme(Gardener))
 }

@@ -3,11 +3,7 @@
 package project
 
 import (
-	"strings"
-
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project/activity"
 	projectmain "github.com/gardener-knative/gardener-knative/pkg/controller/project/project"
@@ -44,7 +40,7 @@ const StaleSweep = "stale"
 var Function = &function.Function{
 	Name:   "project",
 	Config: &Config{},
-	RBAC:   rules(projectmain.RBAC, stale.RBAC, activity.RBAC),
+	RBAC:   function.JoinRules(projectmain.RBAC, stale.RBAC, activity.RBAC),
 	Reconcilers: []function.Reconciler{
 		{Name: projectmain.ReconcilerName, For: kinds.Project, New: projectmain.New},
 		{
@@ -68,48 +64,4 @@ var Function = &function.Function{
 		Primary: function.List{Kind: kinds.Project},
 		Related: stale.Related,
 	}),
-}
-
-// rules joins the reconcilers' rules into one rule per API group and set of verbs, so that the
-// function's ClusterRole reads as what the function may do rather than as overlapping lists.
-// The permissions are exactly the union of the parts; rules narrowed to resource names or about
-// non-resource URLs are kept as they are.
-func rules(parts ...[]rbacv1.PolicyRule) []rbacv1.PolicyRule {
-	type groupResource struct{ group, resource string }
-	var (
-		order  []groupResource
-		narrow []rbacv1.PolicyRule
-	)
-	verbs := map[groupResource]sets.Set[string]{}
-	for _, part := range parts {
-		for _, rule := range part {
-			if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
-				narrow = append(narrow, rule)
-				continue
-			}
-			for _, group := range rule.APIGroups {
-				for _, resource := range rule.Resources {
-					gr := groupResource{group, resource}
-					if verbs[gr] == nil {
-						verbs[gr] = sets.New[string]()
-						order = append(order, gr)
-					}
-					verbs[gr].Insert(rule.Verbs...)
-				}
-			}
-		}
-	}
-	var joined []rbacv1.PolicyRule
-	index := map[string]int{}
-	for _, gr := range order {
-		v := sets.List(verbs[gr])
-		key := gr.group + "|" + strings.Join(v, ",")
-		if i, ok := index[key]; ok {
-			joined[i].Resources = append(joined[i].Resources, gr.resource)
-			continue
-		}
-		index[key] = len(joined)
-		joined = append(joined, rbacv1.PolicyRule{APIGroups: []string{gr.group}, Resources: []string{gr.resource}, Verbs: v})
-	}
-	return append(joined, narrow...)
 }

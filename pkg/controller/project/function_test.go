@@ -113,7 +113,7 @@ func TestRBACIsTheReconcilersJoined(t *testing.T) {
 	assert.Equal(t, sets.List(grants(union)), sets.List(grants(Function.RBAC)))
 
 	narrowed := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"one"}, Verbs: []string{"get"}}
-	joined := rules([]rbacv1.PolicyRule{
+	joined := function.JoinRules([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"", "core.gardener.cloud"}, Resources: []string{"namespaces", "shoots"}, Verbs: []string{"list", "get"}},
 	}, []rbacv1.PolicyRule{narrowed})

@@ -1,0 +1,88 @@
+package seed
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+)
+
+func TestDeclarationIsValid(t *testing.T) {
+	require.NoError(t, Function.Validate())
+}
+
+func loadConfig(t *testing.T) (*Config, error) {
+	t.Helper()
+	cfg, err := function.LoadConfig(Function, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range Function.Reconcilers {
+		if _, err := r.New(function.Deps{Config: cfg}); err != nil {
+			return nil, err
+		}
+	}
+	return cfg.(*Config), nil
+}
+
+func TestLoadConfig(t *testing.T) {
+	t.Run("Gardener's defaults", func(t *testing.T) {
+		cfg, err := loadConfig(t)
+		require.NoError(t, err)
+		assert.Equal(t, Config{MonitorPeriod: 40 * time.Second, ShootMonitorPeriod: 200 * time.Second}, *cfg)
+	})
+
+	componentConfig := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(componentConfig, []byte(`apiVersion: controllermanager.config.gardener.cloud/v1alpha1
+kind: ControllerManagerConfiguration
+controllers:
+  seed:
+    monitorPeriod: 1m
+  seedBackupBucketsCheck:
+    conditionThresholds:
+    - type: BackupBucketsReady
+      duration: 2m
+    - type: SomethingElse
+      duration: 9m
+  seedExtensionsCheck:
+    conditionThresholds:
+    - type: ExtensionsReady
+      duration: 3m
+`), 0o600))
+	t.Run("component configuration", func(t *testing.T) {
+		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
+		cfg, err := loadConfig(t)
+		require.NoError(t, err)
+		assert.Equal(t, Config{MonitorPeriod: time.Minute, ShootMonitorPeriod: 5 * time.Minute,
+			BackupBucketsReadyThreshold: 2 * time.Minute, ExtensionsReadyThreshold: 3 * time.Minute}, *cfg)
+	})
+	t.Run("the environment wins", func(t *testing.T) {
+		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
+		t.Setenv("SEED_SHOOT_MONITOR_PERIOD", "10m")
+		t.Setenv("SEED_EXTENSIONS_READY_THRESHOLD", "0s")
+		cfg, err := loadConfig(t)
+		require.NoError(t, err)
+		assert.Equal(t, 10*time.Minute, cfg.ShootMonitorPeriod)
+		assert.Zero(t, cfg.ExtensionsReadyThreshold)
+	})
+	t.Run("a period that is not positive is refused", func(t *testing.T) {
+		t.Setenv("SEED_MONITOR_PERIOD", "0s")
+		_, err := loadConfig(t)
+		assert.ErrorContains(t, err, "must be positive")
+	})
+}
+
+func TestLifecycleSweepIsCheap(t *testing.T) {
+	sweep, ok := Function.Sweep("lifecycle")
+	require.True(t, ok)
+	assert.Equal(t, "*/10 * * * * *", sweep.Schedule)
+	assert.Positive(t, sweep.Primary.PageSize, "the seeds in one page")
+	require.Len(t, sweep.Related, 1)
+	assert.Equal(t, "gardener-system-seed-lease", sweep.Related[0].Namespace)
+	assert.Positive(t, sweep.Related[0].PageSize)
+}

@@ -1,0 +1,14 @@
+// Package shootstate_test serves the shootstate function in-process (functiontest) against one
+// real kube-apiserver and etcd, and sends it the CloudEvents its sources would.
+package shootstate_test
+
+import (
+	"testing"
+
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+)
+
+// env is the package's one control plane.
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }

@@ -1,0 +1,58 @@
+package seed
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+)
+
+// AllSeedsReconcilerName names the reconciler that converges every seed at once when a
+// ControllerRegistration or ControllerDeployment changes.
+const AllSeedsReconcilerName = "all-seeds"
+
+// blockedError marks the failures of one seed's decision that only another object's change can
+// repair (a missing registration, a pending deletion, a broken domain Secret): terminal for the
+// seed's own reconcile, and no reason to fail the other seeds' in a pass over all of them.
+type blockedError struct{ error }
+
+func (e *blockedError) Unwrap() error { return e.error }
+
+// blocked makes err terminal and recognisable as one seed's blocked decision.
+func blocked(err error) error { return function.Terminal(&blockedError{err}) }
+
+// AllSeeds converges every seed in one pass over a Garden listed once. Gardener maps a
+// ControllerRegistration's or ControllerDeployment's event to a reconcile of every seed, each
+// from its cache; reconciling a hundred seeds live within one event's budget would cost nine
+// requests each, so the pass lists each kind once instead, as the sweep does.
+type AllSeeds struct {
+	*Reconciler
+}
+
+// NewAllSeeds builds the reconciler.
+func NewAllSeeds(deps function.Deps) (function.Handler, error) {
+	r, _ := New(deps)
+	return &AllSeeds{Reconciler: r.(*Reconciler)}, nil
+}
+
+// Reconcile ignores which registration the key names: any change of one may change any seed's
+// installations.
+func (a *AllSeeds) Reconcile(ctx context.Context, req function.Request) error {
+	garden, err := LoadGarden(ctx, req.Reader)
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for i := range garden.Seeds {
+		err := a.Converge(ctx, req.Trigger, garden, &garden.Seeds[i])
+		var isBlocked *blockedError
+		switch {
+		case err == nil:
+		case errors.As(err, &isBlocked):
+			a.Log.Warn("Seed's installations not converged", "seed", garden.Seeds[i].Name, "error", err)
+		default:
+			failed = append(failed, err)
+		}
+	}
+	return errors.Join(failed...)
+}

@@ -100,15 +100,33 @@ func (p *Process) SourceClient(scheme *runtime.Scheme, opts ...ClientOption) (cl
 
 // TargetClient is an uncached, counted client of the target cluster (TARGET_KUBECONFIG).
 func (p *Process) TargetClient(scheme *runtime.Scheme, opts ...ClientOption) (client.Client, error) {
+	restCfg, err := p.TargetRESTConfig(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return kube.NewClient(restCfg, scheme)
+}
+
+// TargetRESTConfig is the counted REST configuration of the target cluster (TARGET_KUBECONFIG),
+// for clients the runtime does not build itself (Helm's).
+func (p *Process) TargetRESTConfig(opts ...ClientOption) (*rest.Config, error) {
 	if p.Config.TargetKubeconfig == "" {
 		return nil, fmt.Errorf("no target cluster: set TARGET_KUBECONFIG")
 	}
 	cfg := p.Config.ClientConfig
 	cfg.Kubeconfig = p.Config.TargetKubeconfig
-	return p.client(cfg, scheme, opts)
+	return p.restConfig(cfg, opts)
 }
 
 func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme, opts []ClientOption) (client.Client, error) {
+	restCfg, err := p.restConfig(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return kube.NewClient(restCfg, scheme)
+}
+
+func (p *Process) restConfig(cfg kube.ClientConfig, opts []ClientOption) (*rest.Config, error) {
 	restCfg, err := cfg.RESTConfig()
 	if err != nil {
 		return nil, err
@@ -117,7 +135,7 @@ func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme, opts []C
 	for _, opt := range opts {
 		opt(restCfg)
 	}
-	return kube.NewClient(restCfg, scheme)
+	return restCfg, nil
 }
 
 // ServeOptions add to what Serve serves by default (plain HTTP on PORT).

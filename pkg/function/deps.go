@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -22,6 +24,9 @@ import (
 type ClusterClient struct {
 	Reader client.Reader
 	Writer Writer
+	// Config is the cluster's REST configuration (counted like the client), for clients the
+	// runtime does not build, such as Helm's; set for the Target cluster.
+	Config *rest.Config
 }
 
 // Deps are what the runtime hands a reconciler's constructor.
@@ -35,6 +40,9 @@ type Deps struct {
 	Events EventRecorder
 	// Config is the function's Config, loaded; nil when the function declares none.
 	Config any
+	// Registry registers a reconciler's own metrics beside the runtime's (served on /metrics);
+	// nil when the process serves none.
+	Registry prometheus.Registerer
 }
 
 // EventRecorder records core/v1 Events about an object, the way Gardener's controllers emit

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
@@ -92,8 +93,11 @@ func Run(ctx context.Context, fn *Function) error {
 		return err
 	}
 	if slices.Contains(fn.Clusters(), Target) {
-		if env.Target, err = process.TargetClient(scheme.Gardener); err != nil {
+		if env.TargetConfig, err = process.TargetRESTConfig(); err != nil {
 			return fmt.Errorf("function %s works on a target cluster: %w", fn.Name, err)
+		}
+		if env.Target, err = kube.NewClient(env.TargetConfig, scheme.Gardener); err != nil {
+			return err
 		}
 	}
 	server, err := NewServer(fn, env, cfg.Options())

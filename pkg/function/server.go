@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -44,6 +45,9 @@ type Env struct {
 	Registry       prometheus.Registerer
 	// Config is the function's loaded configuration (see LoadConfig); nil when it has none.
 	Config any
+	// TargetConfig is the Target cluster's REST configuration, handed to reconcilers as
+	// Deps.Target.Config (for Helm); optional.
+	TargetConfig *rest.Config
 }
 
 // maxEventBytes bounds an event's body: etcd stores objects of at most 1.5 MiB.
@@ -75,7 +79,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 	}
 	deps := Deps{
 		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source)},
-		Clock:  env.Clock, Config: env.Config,
+		Clock:  env.Clock, Config: env.Config, Registry: env.Registry,
 	}
 	for _, c := range fn.Clusters() {
 		if c == Target {
@@ -83,7 +87,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 				return nil, fmt.Errorf("function %s works on the target cluster, but no target client is configured", fn.Name)
 			}
 			s.live[Target] = env.Target
-			deps.Target = ClusterClient{Reader: env.Target, Writer: NewWriter(env.Target)}
+			deps.Target = ClusterClient{Reader: env.Target, Writer: NewWriter(env.Target), Config: env.TargetConfig}
 		}
 	}
 	for _, r := range fn.Reconcilers {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -42,10 +43,18 @@ type Options struct {
 	SourceLogger *zap.SugaredLogger
 }
 
+// SeedName is the seed the second control plane stands for: functions that work on a Target
+// cluster get it as SEED_NAME (Options.Env may override it).
+const SeedName = "local-seed"
+
 // Landscape is a running local landscape.
 type Landscape struct {
 	Env        *testenv.Env
 	Kubeconfig string
+	// Seed is a second control plane standing for the seed SeedName, started when a function
+	// works on a Target cluster; those functions get SeedKubeconfig as TARGET_KUBECONFIG.
+	Seed           *testenv.Env
+	SeedKubeconfig string
 	// URLs of the running functions, by name.
 	URLs      map[string]string
 	opts      Options
@@ -69,8 +78,16 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if l.Env, err = testenv.Start(); err != nil {
 		return nil, err
 	}
-	if l.Kubeconfig, err = l.writeKubeconfig(); err != nil {
+	if l.Kubeconfig, err = writeKubeconfig(l.Env, filepath.Join(opts.Dir, "kubeconfig")); err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(opts.Functions, worksOnTarget) {
+		if l.Seed, err = testenv.Start(); err != nil {
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		if l.SeedKubeconfig, err = writeKubeconfig(l.Seed, filepath.Join(opts.Dir, "seed-kubeconfig")); err != nil {
+			return nil, err
+		}
 	}
 	// One go build for all functions: the packages they share compile once and link in parallel.
 	build := exec.CommandContext(ctx, "go", "build", "-o", opts.Dir+string(filepath.Separator))
@@ -81,15 +98,19 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		return nil, fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	for _, fn := range opts.Functions {
-		if err := l.startFunction(ctx, fn.Name); err != nil {
+		if err := l.startFunction(ctx, fn); err != nil {
 			return nil, fmt.Errorf("function %s: %w", fn.Name, err)
 		}
 	}
 	return l, nil
 }
 
-func (l *Landscape) writeKubeconfig() (string, error) {
-	user, err := l.Env.AddUser(envtest.User{Name: "landscape-admin", Groups: []string{"system:masters"}}, nil)
+func worksOnTarget(fn *function.Function) bool {
+	return slices.Contains(fn.Clusters(), function.Target)
+}
+
+func writeKubeconfig(env *testenv.Env, path string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "landscape-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -97,11 +118,11 @@ func (l *Landscape) writeKubeconfig() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(l.opts.Dir, "kubeconfig")
 	return path, os.WriteFile(path, data, 0o600)
 }
 
-func (l *Landscape) startFunction(ctx context.Context, name string) error {
+func (l *Landscape) startFunction(ctx context.Context, fn *function.Function) error {
+	name := fn.Name
 	binary := filepath.Join(l.opts.Dir, name)
 	port, err := freePort()
 	if err != nil {
@@ -109,6 +130,9 @@ func (l *Landscape) startFunction(ctx context.Context, name string) error {
 	}
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+l.Kubeconfig)
+	if worksOnTarget(fn) {
+		cmd.Env = append(cmd.Env, "TARGET_KUBECONFIG="+l.SeedKubeconfig, "SEED_NAME="+SeedName)
+	}
 	cmd.Env = append(cmd.Env, l.opts.Env[name]...)
 	if l.opts.FunctionOutput != nil {
 		cmd.Stdout = l.opts.FunctionOutput(name)
@@ -192,6 +216,9 @@ func (l *Landscape) Stop() error {
 	}
 	if l.Env != nil {
 		errs = append(errs, l.Env.Stop())
+	}
+	if l.Seed != nil {
+		errs = append(errs, l.Seed.Stop())
 	}
 	return errors.Join(errs...)
 }

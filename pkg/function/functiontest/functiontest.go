@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	testclock "k8s.io/utils/clock/testing"
 	"knative.dev/eventing/pkg/adapter/apiserver/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,10 @@ type Harness struct {
 	Server  *function.Server
 	URL     string
 	Counter *kube.RequestCounter
+	// Target is the second control plane (WithTarget), and TargetCounter counts the function's
+	// requests to it (Helm's included); both nil without WithTarget.
+	Target        *testenv.Env
+	TargetCounter *kube.RequestCounter
 	// Registry holds the function's metrics.
 	Registry *prometheus.Registry
 }
@@ -64,6 +69,7 @@ type settings struct {
 	asFunction bool
 	opts       function.Options
 	now        time.Time
+	target     *testenv.Env
 }
 
 // WithConfig serves the function with this configuration instead of LoadConfig's.
@@ -83,6 +89,11 @@ func WithOptions(o function.Options) Option { return func(s *settings) { s.opts 
 
 // At starts the fake clock at now.
 func At(now time.Time) Option { return func(s *settings) { s.now = now } }
+
+// WithTarget serves the function with env as its Target cluster (a second control plane, e.g.
+// the seed of a garden function), as cluster-admin: the Target's RBAC is the kubeconfig's, not
+// the function's declaration.
+func WithTarget(env *testenv.Env) Option { return func(s *settings) { s.target = env } }
 
 // New serves fn against env until the test ends.
 func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Option) *Harness {
@@ -111,7 +122,16 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 	if os.Getenv("FUNCTIONTEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.Server, err = function.NewServer(fn, function.Env{Source: c, Clock: h.Clock, Log: log, Registry: h.Registry, Config: s.config}, s.opts)
+	fnEnv := function.Env{Source: c, Clock: h.Clock, Log: log, Registry: h.Registry, Config: s.config}
+	if s.target != nil {
+		h.Target = s.target
+		fnEnv.TargetConfig = rest.CopyConfig(s.target.Config)
+		h.TargetCounter = kube.NewRequestCounter(prometheus.NewRegistry())
+		h.TargetCounter.Instrument(fnEnv.TargetConfig)
+		fnEnv.Target, err = kube.NewClient(fnEnv.TargetConfig, scheme.Gardener)
+		require.NoError(t, err)
+	}
+	h.Server, err = function.NewServer(fn, fnEnv, s.opts)
 	require.NoError(t, err)
 	server := httptest.NewServer(h.Server)
 	t.Cleanup(server.Close)

@@ -203,6 +203,10 @@ type Sweep struct {
 	Reconciler string
 	Primary    List
 	Related    []List
+	// Off, when set, says from the function's loaded Config that the sweep has nothing to do
+	// (a controller Gardener only runs when configured): its ticks are then acknowledged
+	// without a single request.
+	Off func(config any) bool
 }
 
 // Function is the one declaration of a function.

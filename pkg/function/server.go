@@ -64,6 +64,8 @@ type Server struct {
 	// running holds one lock per sweep name: a tick that arrives while that sweep runs is
 	// acknowledged and coalesced into the running one.
 	running map[string]*sync.Mutex
+	// config is the function's loaded Config, for the sweeps' Off.
+	config any
 }
 
 // NewServer validates fn and builds its reconcilers.
@@ -76,6 +78,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		live:    map[Cluster]client.Client{Source: env.Source},
 		metrics: newMetrics(env.Registry, fn.Name),
 		running: map[string]*sync.Mutex{},
+		config:  env.Config,
 	}
 	deps := Deps{
 		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source)},

@@ -468,6 +468,26 @@ func TestConcurrentTicksCoalesce(t *testing.T) {
 	assert.Len(t, rec.recorded(), 2, "a tick after the run ends runs the sweep again")
 }
 
+func TestSweepOffByConfigurationCostsNothing(t *testing.T) {
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	rec := &recorder{}
+	h := newHarness(t, rec, b)
+	off := true
+	h.server.fn.Sweeps[0].Off = func(any) bool { return off }
+	defer func() { h.server.fn.Sweeps[0].Off = nil }()
+
+	code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.server.metrics.events.WithLabelValues(metricEventType(PingEventType), "off")))
+	assert.Zero(t, h.readCount(), "not a single LIST")
+	assert.Empty(t, rec.recorded())
+
+	off = false
+	code, body = h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, rec.recorded(), 1)
+}
+
 func TestEventTimeoutAsksForARetry(t *testing.T) {
 	rec := &recorder{block: make(chan struct{})}
 	defer close(rec.block)

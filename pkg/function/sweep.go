@@ -24,6 +24,9 @@ func (s *Server) Sweep(ctx context.Context, name string) (err error) {
 	if !ok {
 		return unprocessable("function %s has no sweep %q", s.fn.Name, name)
 	}
+	if sweep.Off != nil && sweep.Off(s.config) {
+		return &acknowledged{outcome: "off", err: fmt.Errorf("sweep %s is off by configuration", name)}
+	}
 	lock := s.running[name]
 	if !lock.TryLock() {
 		s.metrics.coalesced.WithLabelValues(name).Inc()

@@ -60,7 +60,7 @@ var Function = &function.Function{
 				return nil, fmt.Errorf("ttlNonShootEvents must not be negative, got %s", cfg.TTLNonShootEvents)
 			}
 			if cfg.TTLNonShootEvents == 0 {
-				deps.Log.Info("the event controller is not configured (controllers.event unset): sweeps delete nothing")
+				deps.Log.Info("the event controller is not configured (controllers.event unset): its sweeps are off")
 			}
 			return &Reconciler{Writer: deps.Source.Writer, Clock: deps.Clock, TTL: cfg.TTLNonShootEvents, Log: deps.Log}, nil
 		},
@@ -68,5 +68,7 @@ var Function = &function.Function{
 	Sweeps: []function.Sweep{{
 		Name: TTLSweep, Schedule: "*/5 * * * *", Reconciler: "main",
 		Primary: function.List{Kind: kinds.Event},
+		// Unconfigured, the controller is off as in Gardener: a tick costs no request.
+		Off: func(config any) bool { return config.(*Config).TTLNonShootEvents == 0 },
 	}},
 }

@@ -7,7 +7,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
@@ -67,9 +66,9 @@ func Predicate(ev function.Event) bool {
 	if ev.Object == nil {
 		return true
 	}
-	csr := &certificatesv1.CertificateSigningRequest{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ev.Object.Object, csr); err != nil {
-		return true // let the reconcile read it and decide
+	csr, err := function.Decode[certificatesv1.CertificateSigningRequest](ev)
+	if err != nil {
+		return true // the reconcile reads it properly
 	}
 	return !InFinalState(csr)
 }

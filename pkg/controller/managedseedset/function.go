@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,8 +101,7 @@ func SetPredicate(ev function.Event) bool {
 	if ev.Created || ev.Object == nil || ev.Object.GetDeletionTimestamp() != nil {
 		return true
 	}
-	observed, _, _ := unstructured.NestedInt64(ev.Object.Object, "status", "observedGeneration")
-	return ev.Object.GetGeneration() != observed
+	return ev.SpecUnobserved()
 }
 
 // ControlledBySet lets through events of objects a ManagedSeedSet controls.

@@ -10,7 +10,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/referenceprotection"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
@@ -86,8 +85,7 @@ func GenerationUnobserved(ev function.Event) bool {
 	if ev.Object == nil {
 		return true
 	}
-	observed, _, _ := unstructured.NestedInt64(ev.Object.Object, "status", "observedGeneration")
-	return ev.Object.GetDeletionTimestamp() == nil && ev.Object.GetGeneration() != observed
+	return ev.Object.GetDeletionTimestamp() == nil && ev.SpecUnobserved()
 }
 
 // CloudProfileExists lets through every event of a CloudProfile but its deletion, as Gardener

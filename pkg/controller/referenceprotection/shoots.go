@@ -1,8 +1,6 @@
 package referenceprotection
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
@@ -18,6 +16,5 @@ func ShootSpecUnobserved(ev function.Event) bool {
 	if ev.Object == nil {
 		return true
 	}
-	observed, _, _ := unstructured.NestedInt64(ev.Object.Object, "status", "observedGeneration")
-	return ev.Object.GetGeneration() != observed
+	return ev.SpecUnobserved()
 }

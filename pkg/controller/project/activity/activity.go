@@ -12,7 +12,6 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,8 +58,7 @@ func CreatedDeletedOrSpecChanged(ev function.Event) bool {
 	if ev.Deleted || ev.Object == nil {
 		return true
 	}
-	observed, _, _ := unstructured.NestedInt64(ev.Object.Object, "status", "observedGeneration")
-	return ev.Object.GetGeneration() != observed
+	return ev.SpecUnobserved()
 }
 
 // ReferencedByBinding is Gardener's predicate on Secrets, InternalSecrets and Quotas: every

@@ -95,9 +95,8 @@ func ProjectPredicate(ev function.Event) bool {
 	if ev.Object.GetDeletionTimestamp() != nil && !slices.Contains(ev.Object.GetFinalizers(), gardencorev1beta1.GardenerName) {
 		return false
 	}
-	observed, _, _ := unstructured.NestedInt64(ev.Object.Object, "status", "observedGeneration")
 	phase, _, _ := unstructured.NestedString(ev.Object.Object, "status", "phase")
-	return phase == "" || observed != ev.Object.GetGeneration()
+	return phase == "" || ev.SpecUnobserved()
 }
 
 // NamespacePredicate passes the deletion of a namespace a project controls: a deleted project

@@ -9,7 +9,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,8 +83,8 @@ func Predicate(ev function.Event) bool {
 	if ev.Object == nil {
 		return true
 	}
-	shoot := &gardencorev1beta1.Shoot{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ev.Object.Object, shoot); err != nil {
+	shoot, err := function.Decode[gardencorev1beta1.Shoot](ev)
+	if err != nil {
 		return true // the reconcile reads it properly
 	}
 	return Migrating(shoot) || NeedsConstraintRemoval(shoot)

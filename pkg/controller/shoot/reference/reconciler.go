@@ -8,7 +8,6 @@ import (
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -124,8 +123,7 @@ func Predicate(ev function.Event) bool {
 	if ev.Object.GetDeletionTimestamp() != nil && !controllerutil.ContainsFinalizer(ev.Object, gardencorev1beta1.GardenerName) {
 		return true
 	}
-	observed, _, _ := unstructured.NestedInt64(ev.Object.Object, "status", "observedGeneration")
-	return ev.Object.GetGeneration() != observed
+	return ev.SpecUnobserved()
 }
 
 // MapShootToNamespace maps a Shoot's event to its namespace, without a request.

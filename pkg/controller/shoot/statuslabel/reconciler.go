@@ -8,7 +8,6 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
@@ -62,8 +61,8 @@ func Predicate(ev function.Event) bool {
 	if ev.Created || ev.Object == nil {
 		return true
 	}
-	shoot := &gardencorev1beta1.Shoot{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ev.Object.Object, shoot); err != nil {
+	shoot, err := function.Decode[gardencorev1beta1.Shoot](ev)
+	if err != nil {
 		return true // the reconcile reads it properly
 	}
 	current, ok := shoot.Labels[Label]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
@@ -67,6 +68,21 @@ func TestFunctionFile(t *testing.T) {
 	container := spec["containers"].([]any)[0].(map[string]any)
 	require.Equal(t, "ko://"+configgen.ModulePath+"/functions/demo", container["image"])
 	require.Equal(t, "system:serviceaccount:gardener-knative:demo", configgen.ServiceAccountName(demo()))
+	require.Equal(t, []any{map[string]any{"configMapRef": map[string]any{"name": "demo-settings", "optional": true}}}, container["envFrom"],
+		"settings from an optional ConfigMap")
+	require.NotContains(t, spec, "volumes", "no second cluster, no kubeconfig to mount")
+}
+
+// A function on a Target cluster gets that cluster's kubeconfig from the Secret <name>-target.
+func TestTargetKubeconfig(t *testing.T) {
+	fn := demo()
+	fn.Reconcilers[0].Cluster = function.Target
+	svc := configgen.KnativeService(fn)
+	spec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec")
+	require.Equal(t, []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": "demo-target"}}}, spec["volumes"])
+	container := spec["containers"].([]any)[0].(map[string]any)
+	require.Equal(t, []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"}}, container["env"])
+	require.Equal(t, []any{map[string]any{"name": "target", "mountPath": "/var/run/secrets/gardener-knative/target", "readOnly": true}}, container["volumeMounts"])
 }
 
 // The YAML holds exactly the objects: decoding it gives them back, with no status and no

@@ -3,6 +3,7 @@ package configgen
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -47,9 +48,31 @@ func RBACObjects(fn *function.Function) []client.Object {
 
 // KnativeService is the function's Knative Service: cluster-local (only the Broker sends to it),
 // running as its ServiceAccount, with a request timeout above the longest sweep.
+//
+// Its settings (docs/configuration.md) come from the optional ConfigMap <name>-settings, so
+// operators set them without editing generated files. A function that works on a Target
+// cluster reads that cluster's kubeconfig from the Secret <name>-target (key kubeconfig): the
+// revision does not start before the operator has created it.
 func KnativeService(fn *function.Function) *unstructured.Unstructured {
-	return knativeService(fn.Name, "functions/"+fn.Name, fn.Name)
+	svc := knativeService(fn.Name, "functions/"+fn.Name, fn.Name)
+	podSpec := svc.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	container := podSpec["containers"].([]any)[0].(map[string]any)
+	container["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": SettingsConfigMap(fn), "optional": true}}}
+	if slices.Contains(fn.Clusters(), function.Target) {
+		container["env"] = []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"}}
+		container["volumeMounts"] = []any{map[string]any{"name": "target", "mountPath": targetMountPath, "readOnly": true}}
+		podSpec["volumes"] = []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": TargetSecret(fn)}}}
+	}
+	return svc
 }
+
+const targetMountPath = "/var/run/secrets/gardener-knative/target"
+
+// SettingsConfigMap names the optional ConfigMap whose keys become the function's environment.
+func SettingsConfigMap(fn *function.Function) string { return fn.Name + "-settings" }
+
+// TargetSecret names the Secret holding the kubeconfig of a function's Target cluster.
+func TargetSecret(fn *function.Function) string { return fn.Name + "-target" }
 
 // DeadLetterService is the Broker's dead-letter sink (sources/deadletter). It reads no API.
 func DeadLetterService() *unstructured.Unstructured {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gardener/gardener/pkg/apis/core"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerregistration/internal/installationfinalizer"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
@@ -35,11 +34,5 @@ var Finalizer = &installationfinalizer.Finalizer{
 	},
 }
 
-// Reconciler, Watches and Sweep are the reconciler's part of the function.
-var Reconciler, Watches, Sweep = Finalizer.Declaration(ReconcilerName, SweepName, "23 * * * *")
-
-// RBAC: read and patch (finalizers) ControllerRegistrations, list ControllerInstallations.
-var RBAC = []rbacv1.PolicyRule{
-	{APIGroups: []string{gardencorev1beta1.GroupName}, Resources: []string{"controllerregistrations"}, Verbs: []string{"get", "list", "patch"}},
-	{APIGroups: []string{gardencorev1beta1.GroupName}, Resources: []string{"controllerinstallations"}, Verbs: []string{"list"}},
-}
+// Reconciler, Watches, Sweep and RBAC are the reconciler's part of the function.
+var Reconciler, Watches, Sweep, RBAC = Finalizer.Declaration(ReconcilerName, SweepName, "23 * * * *")

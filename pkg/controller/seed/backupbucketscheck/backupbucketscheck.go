@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/conditions"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/internal/seedcheck"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
@@ -41,7 +41,7 @@ const (
 // while threshold has not passed since the condition left True), no bucket at all makes it
 // Unknown (through Progressing as well), and otherwise it is True.
 func Condition(now time.Time, threshold time.Duration, current *gardencorev1beta1.Condition, buckets []gardencorev1beta1.BackupBucket) gardencorev1beta1.Condition {
-	condition := conditions.Init(now, gardencorev1beta1.SeedBackupBucketsReady)
+	condition := function.InitCondition(now, gardencorev1beta1.SeedBackupBucketsReady)
 	if current != nil {
 		condition = *current
 	}
@@ -53,11 +53,11 @@ func Condition(now time.Time, threshold time.Duration, current *gardencorev1beta
 	}
 	switch {
 	case len(erroneous) > 0:
-		return conditions.ProgressingOrFalse(now, threshold, condition, ReasonError, "The following BackupBuckets have issues:\n* "+strings.Join(erroneous, "\n* "))
+		return function.ProgressingOrFalseCondition(now, threshold, condition, ReasonError, "The following BackupBuckets have issues:\n* "+strings.Join(erroneous, "\n* "))
 	case len(buckets) == 0:
-		return conditions.ProgressingOrUnknown(now, threshold, condition, ReasonGone, MessageGone)
+		return function.ProgressingOrUnknownCondition(now, threshold, condition, ReasonGone, MessageGone)
 	}
-	return conditions.Update(now, condition, gardencorev1beta1.ConditionTrue, ReasonAvailable, MessageAvailable)
+	return function.UpdatedCondition(now, condition, gardencorev1beta1.ConditionTrue, ReasonAvailable, MessageAvailable)
 }
 
 // Reconciler sets the BackupBucketsReady condition of the Seed a key names.
@@ -74,17 +74,10 @@ var _ function.Handler = &Reconciler{}
 // Reconcile reads the seed and its BackupBuckets (by the field selector spec.seedName) and
 // patches the condition if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error {
-	seed := &gardencorev1beta1.Seed{}
-	if err := req.Reader.Get(ctx, req.Key, seed); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	buckets := &gardencorev1beta1.BackupBucketList{}
-	if err := req.Reader.List(ctx, buckets, client.MatchingFields{core.BackupBucketSeedName: seed.Name}); err != nil {
-		return err
-	}
-	condition := Condition(r.Clock.Now(), r.Threshold, conditions.Get(seed.Status.Conditions, gardencorev1beta1.SeedBackupBucketsReady), buckets.Items)
-	_, err := r.Writer.PatchStatus(ctx, seed, func() { seed.Status.Conditions = conditions.Merge(seed.Status.Conditions, condition) })
-	return err
+	return seedcheck.Reconcile(ctx, req, r.Writer, gardencorev1beta1.SeedBackupBucketsReady, &gardencorev1beta1.BackupBucketList{}, core.BackupBucketSeedName,
+		func(current *gardencorev1beta1.Condition, buckets *gardencorev1beta1.BackupBucketList) gardencorev1beta1.Condition {
+			return Condition(r.Clock.Now(), r.Threshold, current, buckets.Items)
+		})
 }
 
 // Watches feed the reconciler with BackupBuckets, as Gardener's: the creation and updates of a
@@ -115,15 +108,9 @@ func bucketSeed(obj *unstructured.Unstructured) string {
 // notices deleted buckets and the expiry of the threshold, which no event announces. It costs
 // one LIST of Seeds and one of BackupBuckets, indexed by seed.
 func Sweep(reconciler string) function.Sweep {
-	return function.Sweep{
-		Name: reconciler, Schedule: "*/30 * * * * *", Reconciler: reconciler,
-		Primary: function.List{Kind: kinds.Seed},
-		Related: []function.List{{Kind: kinds.BackupBucket, Indexes: map[string]function.IndexFunc{
-			core.BackupBucketSeedName: func(obj client.Object) []string {
-				return []string{ptr.Deref(obj.(*gardencorev1beta1.BackupBucket).Spec.SeedName, "")}
-			},
-		}}},
-	}
+	return seedcheck.Sweep(reconciler, kinds.BackupBucket, core.BackupBucketSeedName, func(obj client.Object) []string {
+		return []string{ptr.Deref(obj.(*gardencorev1beta1.BackupBucket).Spec.SeedName, "")}
+	})
 }
 
 // RBAC is what the reconciler does: read Seeds and BackupBuckets, patch the Seeds' status.

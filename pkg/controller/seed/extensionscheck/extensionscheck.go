@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/conditions"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/internal/seedcheck"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
@@ -75,7 +75,7 @@ func Condition(now time.Time, threshold time.Duration, current *gardencorev1beta
 		}
 	}
 
-	condition := conditions.Init(now, gardencorev1beta1.SeedExtensionsReady)
+	condition := function.InitCondition(now, gardencorev1beta1.SeedExtensionsReady)
 	if current != nil {
 		condition = *current
 	}
@@ -83,15 +83,15 @@ func Condition(now time.Time, threshold time.Duration, current *gardencorev1beta
 	// rewrites nothing.
 	switch {
 	case len(notValid) != 0:
-		return conditions.ProgressingOrFalse(now, threshold, condition, ReasonNotValid, fmt.Sprintf("Some extensions are not valid: %+v", notValid))
+		return function.ProgressingOrFalseCondition(now, threshold, condition, ReasonNotValid, fmt.Sprintf("Some extensions are not valid: %+v", notValid))
 	case len(notInstalled) != 0:
-		return conditions.ProgressingOrFalse(now, threshold, condition, ReasonNotInstalled, fmt.Sprintf("Some extensions are not installed: %+v", notInstalled))
+		return function.ProgressingOrFalseCondition(now, threshold, condition, ReasonNotInstalled, fmt.Sprintf("Some extensions are not installed: %+v", notInstalled))
 	case len(notHealthy) != 0:
-		return conditions.ProgressingOrFalse(now, threshold, condition, ReasonNotHealthy, fmt.Sprintf("Some extensions are not healthy: %+v", notHealthy))
+		return function.ProgressingOrFalseCondition(now, threshold, condition, ReasonNotHealthy, fmt.Sprintf("Some extensions are not healthy: %+v", notHealthy))
 	case len(progressing) != 0:
-		return conditions.ProgressingOrFalse(now, threshold, condition, ReasonProgressing, fmt.Sprintf("Some extensions are progressing: %+v", progressing))
+		return function.ProgressingOrFalseCondition(now, threshold, condition, ReasonProgressing, fmt.Sprintf("Some extensions are progressing: %+v", progressing))
 	}
-	return conditions.Update(now, condition, gardencorev1beta1.ConditionTrue, ReasonReady, MessageReady)
+	return function.UpdatedCondition(now, condition, gardencorev1beta1.ConditionTrue, ReasonReady, MessageReady)
 }
 
 func isChecked(t gardencorev1beta1.ConditionType) bool {
@@ -117,17 +117,10 @@ var _ function.Handler = &Reconciler{}
 // Reconcile reads the seed and its ControllerInstallations (by the field selector
 // spec.seedRef.name) and patches the condition if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error {
-	seed := &gardencorev1beta1.Seed{}
-	if err := req.Reader.Get(ctx, req.Key, seed); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	installations := &gardencorev1beta1.ControllerInstallationList{}
-	if err := req.Reader.List(ctx, installations, client.MatchingFields{core.SeedRefName: seed.Name}); err != nil {
-		return err
-	}
-	condition := Condition(r.Clock.Now(), r.Threshold, conditions.Get(seed.Status.Conditions, gardencorev1beta1.SeedExtensionsReady), installations.Items)
-	_, err := r.Writer.PatchStatus(ctx, seed, func() { seed.Status.Conditions = conditions.Merge(seed.Status.Conditions, condition) })
-	return err
+	return seedcheck.Reconcile(ctx, req, r.Writer, gardencorev1beta1.SeedExtensionsReady, &gardencorev1beta1.ControllerInstallationList{}, core.SeedRefName,
+		func(current *gardencorev1beta1.Condition, installations *gardencorev1beta1.ControllerInstallationList) gardencorev1beta1.Condition {
+			return Condition(r.Clock.Now(), r.Threshold, current, installations.Items)
+		})
 }
 
 // Watches feed the reconciler with ControllerInstallations of a seed, as Gardener's: their
@@ -157,18 +150,12 @@ func installationSeed(obj *unstructured.Unstructured) string {
 // the expiry of the threshold and missed events: one LIST of Seeds and one of
 // ControllerInstallations, indexed by seed.
 func Sweep(reconciler string) function.Sweep {
-	return function.Sweep{
-		Name: reconciler, Schedule: "*/30 * * * * *", Reconciler: reconciler,
-		Primary: function.List{Kind: kinds.Seed},
-		Related: []function.List{{Kind: kinds.ControllerInstallation, Indexes: map[string]function.IndexFunc{
-			core.SeedRefName: func(obj client.Object) []string {
-				if ref := obj.(*gardencorev1beta1.ControllerInstallation).Spec.SeedRef; ref != nil {
-					return []string{ref.Name}
-				}
-				return nil
-			},
-		}}},
-	}
+	return seedcheck.Sweep(reconciler, kinds.ControllerInstallation, core.SeedRefName, func(obj client.Object) []string {
+		if ref := obj.(*gardencorev1beta1.ControllerInstallation).Spec.SeedRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	})
 }
 
 // RBAC is what the reconciler does: read Seeds and ControllerInstallations, patch the Seeds' status.

@@ -25,7 +25,6 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/conditions"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
@@ -71,11 +70,8 @@ func Decide(now time.Time, monitorPeriod, shootMonitorPeriod time.Duration, seed
 	if lease != nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.UTC().Add(monitorPeriod).After(now.UTC()) {
 		return Decision{}
 	}
-	old := gardencorev1beta1.Condition{Type: gardencorev1beta1.GardenletReady}
-	if current := conditions.Get(seed.Status.Conditions, gardencorev1beta1.GardenletReady); current != nil {
-		old = *current
-	}
-	ready := conditions.Update(now, old, gardencorev1beta1.ConditionUnknown, ReasonStatusUnknown, MessageSeed)
+	old := function.GetOrInitCondition(now, seed.Status.Conditions, gardencorev1beta1.GardenletReady)
+	ready := function.UpdatedCondition(now, old, gardencorev1beta1.ConditionUnknown, ReasonStatusUnknown, MessageSeed)
 	expiry := seed.Status.ClientCertificateExpirationTimestamp
 	return Decision{
 		GardenletReady:       &ready,
@@ -110,9 +106,9 @@ func SetShootStatusUnknown(now time.Time, shoot *gardencorev1beta1.Shoot) {
 	unknown := func(existing []gardencorev1beta1.Condition, types []gardencorev1beta1.ConditionType) []gardencorev1beta1.Condition {
 		updated := make([]gardencorev1beta1.Condition, 0, len(types))
 		for _, t := range types {
-			updated = append(updated, conditions.Update(now, conditions.GetOrInit(now, existing, t), gardencorev1beta1.ConditionUnknown, ReasonStatusUnknown, MessageShoot))
+			updated = append(updated, function.UpdatedCondition(now, function.GetOrInitCondition(now, existing, t), gardencorev1beta1.ConditionUnknown, ReasonStatusUnknown, MessageShoot))
 		}
-		return conditions.Merge(existing, updated...)
+		return function.MergeConditions(existing, updated...)
 	}
 	shoot.Status.Conditions = unknown(shoot.Status.Conditions, shootConditionTypes(shoot))
 	shoot.Status.Constraints = unknown(shoot.Status.Constraints, shootConstraintTypes)
@@ -151,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	}
 	log := r.Log.With("seed", seed.Name)
 	changed, err := r.Writer.PatchStatus(ctx, seed, func() {
-		seed.Status.Conditions = conditions.Merge(seed.Status.Conditions, *decision.GardenletReady)
+		seed.Status.Conditions = function.MergeConditions(seed.Status.Conditions, *decision.GardenletReady)
 	})
 	if err != nil {
 		return err

@@ -6,14 +6,13 @@ package installationfinalizer
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/referenceprotection"
@@ -68,12 +67,9 @@ func InstallationDeleted(ev function.Event) bool { return ev.Deleted }
 
 // MapInstallation maps an installation's deletion to the object it named.
 func (f *Finalizer) MapInstallation(_ context.Context, _ client.Reader, ev function.Event) ([]function.Key, error) {
-	if ev.Object == nil {
-		return nil, nil
-	}
-	ci := &gardencorev1beta1.ControllerInstallation{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ev.Object.Object, ci); err != nil {
-		return nil, function.Terminal(fmt.Errorf("decoding ControllerInstallation %s: %w", ev.Key, err))
+	ci, err := function.Decode[gardencorev1beta1.ControllerInstallation](ev)
+	if err != nil || ci == nil {
+		return nil, err
 	}
 	if name := f.Referenced(ci); name != "" {
 		return []function.Key{{Name: name}}, nil
@@ -129,8 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	return client.IgnoreNotFound(err)
 }
 
-// Declaration is the reconciler's part of the function: its reconciler, watches and sweep.
-func (f *Finalizer) Declaration(reconcilerName, sweepName, schedule string) (function.Reconciler, []function.Watch, function.Sweep) {
+// Declaration is the reconciler's part of the function: its reconciler, watches, sweep and
+// RBAC (read and patch the finalizers of objects of Kind, list ControllerInstallations).
+func (f *Finalizer) Declaration(reconcilerName, sweepName, schedule string) (function.Reconciler, []function.Watch, function.Sweep, []rbacv1.PolicyRule) {
 	reconciler := function.Reconciler{
 		Name: reconcilerName, For: f.Kind,
 		New: func(deps function.Deps) (function.Handler, error) {
@@ -146,5 +143,9 @@ func (f *Finalizer) Declaration(reconcilerName, sweepName, schedule string) (fun
 		Primary: function.List{Kind: f.Kind, MetadataOnly: true},
 		Related: []function.List{{Kind: kinds.ControllerInstallation, Indexes: map[string]function.IndexFunc{f.Field: f.Index}}},
 	}
-	return reconciler, watches, sweep
+	rbac := []rbacv1.PolicyRule{
+		{APIGroups: []string{f.Kind.Group}, Resources: []string{f.Kind.Resource}, Verbs: []string{"get", "list", "patch"}},
+		{APIGroups: []string{kinds.ControllerInstallation.Group}, Resources: []string{kinds.ControllerInstallation.Resource}, Verbs: []string{"list"}},
+	}
+	return reconciler, watches, sweep, rbac
 }

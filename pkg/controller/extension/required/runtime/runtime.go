@@ -17,10 +17,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/controller/extension/required"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
@@ -174,28 +174,18 @@ func RequiredKinds(ext *operatorv1alpha1.Extension, gardenTypes map[string]sets.
 }
 
 // New builds the reconciler.
-func New(deps function.Deps) (function.Handler, error) {
-	return &reconciler{writer: deps.Source.Writer, clock: deps.Clock}, nil
-}
+var New = required.NewReconciler(operatorv1alpha1.ExtensionRequiredRuntime, decide)
 
-type reconciler struct {
-	writer function.Writer
-	clock  clock.PassiveClock
-}
-
-func (r *reconciler) Reconcile(ctx context.Context, req function.Request) error {
-	ext := &operatorv1alpha1.Extension{}
-	if err := req.Reader.Get(ctx, req.Key, ext); err != nil {
-		return err
-	}
+// decide reads the objects of the runtime kinds the Extension supports and all Extensions.
+func decide(ctx context.Context, reader client.Reader, ext *operatorv1alpha1.Extension) (required.Verdict, error) {
 	gardenTypes := map[string]sets.Set[string]{}
 	for _, k := range runtimeKinds {
 		if !slices.ContainsFunc(ext.Spec.Resources, func(r gardencorev1beta1.ControllerResource) bool { return r.Kind == k.kind.Kind }) {
 			continue // no need to look
 		}
 		list := k.newList()
-		if err := req.Reader.List(ctx, list); err != nil {
-			return fmt.Errorf("failed to list %s objects: %w", k.kind.Kind, err)
+		if err := reader.List(ctx, list); err != nil {
+			return required.Verdict{}, fmt.Errorf("failed to list %s objects: %w", k.kind.Kind, err)
 		}
 		types := sets.New[string]()
 		k.each(list, func(spec extensionsv1alpha1.DefaultSpec) {
@@ -206,18 +196,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req function.Request) error 
 		gardenTypes[k.kind.Kind] = types
 	}
 	all := &operatorv1alpha1.ExtensionList{}
-	if err := req.Reader.List(ctx, all); err != nil {
-		return fmt.Errorf("failed to retrieve extensions: %w", err)
+	if err := reader.List(ctx, all); err != nil {
+		return required.Verdict{}, fmt.Errorf("failed to retrieve extensions: %w", err)
 	}
-
-	status, reason, message := gardencorev1beta1.ConditionFalse, ReasonNotRequired, MessageNotRequired
-	if required := RequiredKinds(ext, gardenTypes, all.Items); len(required) > 0 {
-		status, reason, message = gardencorev1beta1.ConditionTrue, ReasonRequired, fmt.Sprintf("Extension required for kinds %s", required)
+	if requiredKinds := RequiredKinds(ext, gardenTypes, all.Items); len(requiredKinds) > 0 {
+		return required.Verdict{Status: gardencorev1beta1.ConditionTrue, Reason: ReasonRequired, Message: fmt.Sprintf("Extension required for kinds %s", requiredKinds)}, nil
 	}
-	if _, err := r.writer.PatchStatus(ctx, ext, func() {
-		ext.Status.Conditions = function.SetCondition(r.clock, ext.Status.Conditions, operatorv1alpha1.ExtensionRequiredRuntime, status, reason, message)
-	}); err != nil {
-		return fmt.Errorf("could not update extension status: %w", err)
-	}
-	return nil
+	return required.Verdict{Status: gardencorev1beta1.ConditionFalse, Reason: ReasonNotRequired, Message: MessageNotRequired}, nil
 }

@@ -13,9 +13,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/controller/extension/required"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
@@ -125,32 +125,17 @@ func Required(installations []gardencorev1beta1.ControllerInstallation) bool {
 }
 
 // New builds the reconciler.
-func New(deps function.Deps) (function.Handler, error) {
-	return &reconciler{writer: deps.Source.Writer, clock: deps.Clock}, nil
-}
+var New = required.NewReconciler(operatorv1alpha1.ExtensionRequiredVirtual, decide)
 
-type reconciler struct {
-	writer function.Writer
-	clock  clock.PassiveClock
-}
-
-func (r *reconciler) Reconcile(ctx context.Context, req function.Request) error {
-	ext := &operatorv1alpha1.Extension{}
-	if err := req.Reader.Get(ctx, req.Key, ext); err != nil {
-		return err
-	}
+// decide lists the ControllerInstallations of the Extension's registration (by the field
+// selector spec.registrationRef.name).
+func decide(ctx context.Context, reader client.Reader, ext *operatorv1alpha1.Extension) (required.Verdict, error) {
 	installations := &gardencorev1beta1.ControllerInstallationList{}
-	if err := req.Reader.List(ctx, installations, client.MatchingFields{RegistrationRefName: ext.Name}); err != nil {
-		return fmt.Errorf("error listing controllerinstallations: %w", err)
+	if err := reader.List(ctx, installations, client.MatchingFields{RegistrationRefName: ext.Name}); err != nil {
+		return required.Verdict{}, fmt.Errorf("error listing controllerinstallations: %w", err)
 	}
-	status, reason, message := gardencorev1beta1.ConditionFalse, ReasonNotRequired, MessageNotRequired
 	if Required(installations.Items) {
-		status, reason, message = gardencorev1beta1.ConditionTrue, ReasonRequired, MessageRequired
+		return required.Verdict{Status: gardencorev1beta1.ConditionTrue, Reason: ReasonRequired, Message: MessageRequired}, nil
 	}
-	if _, err := r.writer.PatchStatus(ctx, ext, func() {
-		ext.Status.Conditions = function.SetCondition(r.clock, ext.Status.Conditions, operatorv1alpha1.ExtensionRequiredVirtual, status, reason, message)
-	}); err != nil {
-		return fmt.Errorf("could not update extension status: %w", err)
-	}
-	return nil
+	return required.Verdict{Status: gardencorev1beta1.ConditionFalse, Reason: ReasonNotRequired, Message: MessageNotRequired}, nil
 }

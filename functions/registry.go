@@ -6,15 +6,23 @@ package functions
 
 import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/bastion"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/certificatesigningrequest"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/cloudprofile"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerdeployment"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerregistration"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/credentialsbinding"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/event"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/exposureclass"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/extension"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/managedseedset"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/namespacedcloudprofile"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/quota"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/secretbinding"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/seed"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/shootstate"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
@@ -24,12 +32,20 @@ var All = []*function.Function{
 	secretbinding.Function,
 	credentialsbinding.Function,
 	shoot.Function,
+	shootstate.Function,
+	seed.Function,
 	cloudprofile.Function,
 	namespacedcloudprofile.Function,
 	controllerdeployment.Function,
+	controllerregistration.Function,
+	controllerinstallation.Function,
+	extension.Function,
 	exposureclass.Function,
 	quota.Function,
 	project.Function,
+	event.Function,
+	certificatesigningrequest.Function,
+	managedseedset.Function,
 }
 
 // ByName returns the function with the given name.

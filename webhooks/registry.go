@@ -7,6 +7,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/crddeletionprotection"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/endpointslicehints"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionregistration"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionvalidation"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/highavailabilityconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/kubernetesservicehost"
@@ -35,4 +36,5 @@ var All = []webhook.Constructor{
 	seccompprofile.Webhook,
 	podkubeapiserverloadbalancing.Webhook,
 	vpainplaceupdates.Webhook,
+	extensionregistration.Webhook,
 }

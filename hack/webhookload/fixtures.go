@@ -4,6 +4,7 @@ import (
 	"context"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/crddeletionprotection"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/endpointslicehints"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionregistration"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionvalidation"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/highavailabilityconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/kubernetesservicehost"
@@ -140,6 +142,7 @@ func scenarios() []scenario {
 		admissionScenario(seccompprofile.Name, seccompprofile.Path, create, pod(podNamespace), nil, true),
 		admissionScenario(podkubeapiserverloadbalancing.Name, podkubeapiserverloadbalancing.Path, create, kubeconfigPod(), nil, true),
 		admissionScenario(vpainplaceupdates.Name, vpainplaceupdates.Path, create, autoVPA(), nil, true),
+		admissionScenario(extensionregistration.Name, extensionregistration.ControllerRegistrationPath, create, controllerRegistration(), nil, false),
 	}
 }
 
@@ -273,4 +276,16 @@ func autoVPA() *unstructured.Unstructured {
 			"updatePolicy": map[string]any{"updateMode": "Auto"},
 		},
 	}}
+}
+
+// controllerRegistration is a new registration of a kind/type no other controls primarily: the
+// webhook validates it and lists the registrations.
+func controllerRegistration() *gardencorev1beta1.ControllerRegistration {
+	return &gardencorev1beta1.ControllerRegistration{
+		TypeMeta:   typeMeta(gardencorev1beta1.SchemeGroupVersion.WithKind("ControllerRegistration")),
+		ObjectMeta: metav1.ObjectMeta{Name: "provider-local"},
+		Spec: gardencorev1beta1.ControllerRegistrationSpec{Resources: []gardencorev1beta1.ControllerResource{
+			{Kind: extensionsv1alpha1.InfrastructureResource, Type: "local"},
+		}},
+	}
 }

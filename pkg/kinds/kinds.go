@@ -4,6 +4,7 @@ package kinds
 
 import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
@@ -45,6 +46,15 @@ var (
 // gardener-operator's kinds (served by the runtime cluster's kube-apiserver from CRDs).
 var (
 	Extension = function.NewClusterKind(operatorv1alpha1.SchemeGroupVersion, "Extension", "extensions")
+)
+
+// Gardener's extension kinds (extensions.gardener.cloud, served from CRDs where extensions run;
+// gardener-operator reads those of class "garden" in the garden runtime cluster).
+var (
+	ExtensionsBackupBucket = function.NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "BackupBucket", "backupbuckets")
+	ExtensionsBackupEntry  = function.NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "BackupEntry", "backupentries")
+	ExtensionsDNSRecord    = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "DNSRecord", "dnsrecords")
+	ExtensionsExtension    = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Extension", "extensions")
 )
 
 // Kubernetes' kinds.

@@ -4,10 +4,11 @@ package scheme
 
 import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
-	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
+	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
@@ -23,4 +24,5 @@ func init() {
 	utilruntime.Must(securityv1alpha1.AddToScheme(Gardener))
 	utilruntime.Must(seedmanagementv1alpha1.AddToScheme(Gardener))
 	utilruntime.Must(operatorv1alpha1.AddToScheme(Gardener))
+	utilruntime.Must(extensionsv1alpha1.AddToScheme(Gardener))
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -66,7 +65,11 @@ func run(dir string, withSamples bool) error {
 		SourceLogger: sourceLog,
 		// Projects created now are younger than Gardener's minimum lifetime (30 days): without
 		// this, the stale sweep could show none of its rules on the samples.
-		Env: map[string][]string{"project": {"PROJECT_MINIMUM_LIFETIME_DAYS=0"}},
+		Env: map[string][]string{
+			"project":                {"PROJECT_MINIMUM_LIFETIME_DAYS=0"},
+			"event":                  {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
+			"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
+		},
 	})
 	if err != nil {
 		return err
@@ -77,6 +80,7 @@ func run(dir string, withSamples bool) error {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
+	sampleChartRef = land.SampleChartRef
 	if withSamples {
 		// Created before the sources start: ApiServerSource does not replay existing objects,
 		// so only the first sweep can find them, as after a cold start on a real cluster.
@@ -90,13 +94,17 @@ func run(dir string, withSamples bool) error {
 
 	fmt.Printf("kubeconfig: %s\n", land.Kubeconfig)
 	fmt.Printf("try:        kubectl --kubeconfig %s get bastions,shoots -A\n", land.Kubeconfig)
+	if land.Seed != nil {
+		fmt.Printf("seed:       %s (the Target of two-cluster functions; charts from the OCI registry at %s)\n", land.SeedKubeconfig, land.ChartRegistry.Host)
+		fmt.Printf("try:        kubectl --kubeconfig %s get secrets -l owner=helm -A  # Helm releases\n", land.SeedKubeconfig)
+	}
 	for name, url := range land.URLs {
 		fmt.Printf("function:   %s at %s (metrics at %s/metrics, log in %s)\n", name, url, url, filepath.Join(dir, "logs", name+".log"))
 	}
 	fmt.Println("Every sweep runs every 20 s here (on a cluster: its own schedule).")
 	fmt.Println("Ctrl-C stops everything. What each function did, from its /metrics:")
-	if status.terminal {
-		fmt.Print(strings.Repeat("\n", len(land.URLs))) // the block the live view redraws
+	if land.Seed != nil && withSamples {
+		status.chain = registrationChain{garden: land.Env.Client, seed: land.Seed.Client}.line
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

@@ -19,13 +19,22 @@ var samples = []func(ctx context.Context, c client.Client) error{
 	secretbindingSamples,
 	credentialsbindingSamples,
 	shootSamples,
+	shootStatusSamples,
+	shootHibernationSamples,
+	seedSamples,
 	cloudprofileSamples,
 	namespacedcloudprofileSamples,
 	controllerdeploymentSamples,
+	controllerregistrationSamples,
+	controllerinstallationSamples,
+	extensionSamples,
 	exposureclassSamples,
 	quotaSamples,
 	projectSamples,
 	projectStaleSamples,
+	eventSamples,
+	certificatesigningrequestSamples,
+	managedseedsetSamples,
 }
 
 // createSamples creates every function's samples.

@@ -22,6 +22,10 @@ type status struct {
 	terminal bool
 	client   *http.Client
 	printed  string
+	// height is how many lines the block last drawn has, which a redraw replaces.
+	height int
+	// chain, when set, adds the registration chain's line (read from the API servers).
+	chain func() string
 }
 
 func newStatus(out *os.File) *status {
@@ -93,14 +97,21 @@ func (s *status) print(urls map[string]string) {
 		}
 		parts = append(parts, name+": "+f.String())
 	}
+	if s.chain != nil {
+		parts = append(parts, s.chain())
+	}
 	line := strings.Join(parts, "\n")
 	if line == s.printed {
 		return
 	}
 	s.printed = line
 	if s.terminal {
-		// Redraw the block in place: up as many lines as it has, clear to the end of the screen.
-		fmt.Fprintf(s.out, "\033[%dF\033[J%s\n", len(names), line)
+		// Redraw the block in place: up as many lines as it had, clear to the end of the screen.
+		if s.height > 0 {
+			fmt.Fprintf(s.out, "\033[%dF", s.height)
+		}
+		fmt.Fprintf(s.out, "\033[J%s\n", line)
+		s.height = len(parts)
 	} else {
 		fmt.Fprintf(s.out, "%s\n\n", line)
 	}

@@ -1,7 +1,9 @@
 // Package landscape brings up a local gardener-knative landscape: a real kube-apiserver and
 // etcd with the Gardener CRDs, every function of the registry built and run as a local process
 // (exactly as `go build ./functions/<name>` gives it), and Knative's real source adapters
-// in-process feeding them. `make run` and the end-to-end tests use it.
+// in-process feeding them; for functions that work on a seed, a second control plane standing
+// for it and an in-process OCI registry with a sample chart. `make run` and the end-to-end tests
+// use it.
 package landscape
 
 import (
@@ -20,10 +22,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/localsources"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
@@ -52,15 +56,22 @@ type Landscape struct {
 	Env        *testenv.Env
 	Kubeconfig string
 	// Seed is a second control plane standing for the seed SeedName, started when a function
-	// works on a Target cluster; those functions get SeedKubeconfig as TARGET_KUBECONFIG.
+	// works on a Target cluster; those functions get SeedKubeconfig as TARGET_KUBECONFIG. A
+	// stand-in for the namespace controller releases its deleted namespaces.
 	Seed           *testenv.Env
 	SeedKubeconfig string
+	// ChartRegistry is an in-process OCI registry serving the sample chart at SampleChartRef
+	// (SampleChartName:SampleChartVersion), started with Seed: the charts ControllerDeployments
+	// name for installation on the seed.
+	ChartRegistry  *ocitest.Registry
+	SampleChartRef string
 	// URLs of the running functions, by name.
 	URLs      map[string]string
 	opts      Options
 	processes []*exec.Cmd
 	exited    chan error
 	sources   *localsources.Sources
+	stopSeed  context.CancelFunc
 }
 
 // Start starts the control plane and the functions; the sources start with StartSources, so
@@ -69,10 +80,11 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if opts.Functions == nil {
 		opts.Functions = functions.All
 	}
-	l = &Landscape{opts: opts, URLs: map[string]string{}, exited: make(chan error, len(opts.Functions))}
+	started := &Landscape{opts: opts, URLs: map[string]string{}, exited: make(chan error, len(opts.Functions))}
+	l = started
 	defer func() {
 		if err != nil {
-			_ = l.Stop()
+			_ = started.Stop() // l is nil by then: `return nil, err` assigns it
 		}
 	}()
 	if l.Env, err = testenv.Start(); err != nil {
@@ -86,6 +98,16 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 			return nil, fmt.Errorf("seed: %w", err)
 		}
 		if l.SeedKubeconfig, err = writeKubeconfig(l.Seed, filepath.Join(opts.Dir, "seed-kubeconfig")); err != nil {
+			return nil, err
+		}
+		var seedClient kubernetes.Interface
+		if seedClient, err = kubernetes.NewForConfig(l.Seed.Config); err != nil {
+			return nil, err
+		}
+		var seedCtx context.Context
+		seedCtx, l.stopSeed = context.WithCancel(context.Background())
+		go finalizeNamespaces(seedCtx, seedClient)
+		if l.ChartRegistry, l.SampleChartRef, err = startChartRegistry(); err != nil {
 			return nil, err
 		}
 	}
@@ -213,6 +235,12 @@ func (l *Landscape) Stop() error {
 		case <-l.exited:
 		case <-time.After(10 * time.Second):
 		}
+	}
+	if l.stopSeed != nil {
+		l.stopSeed()
+	}
+	if l.ChartRegistry != nil {
+		l.ChartRegistry.Close()
 	}
 	if l.Env != nil {
 		errs = append(errs, l.Env.Stop())

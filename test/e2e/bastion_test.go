@@ -43,7 +43,11 @@ func TestMain(m *testing.M) {
 	land, err = landscape.Start(context.Background(), landscape.Options{
 		Dir:            dir,
 		FunctionOutput: func(string) io.Writer { return &logs },
-		Env:            map[string][]string{"bastion": {"LOG_LEVEL=debug"}},
+		Env: map[string][]string{
+			"bastion": {"LOG_LEVEL=debug"},
+			// On, so that its sweep runs (unconfigured, as in Gardener, it is off).
+			"event": {"EVENT_TTL_NON_SHOOT_EVENTS=1h"},
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -12,23 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 )
 
 func TestDeclarationIsValid(t *testing.T) {
 	require.NoError(t, Function.Validate())
-}
-
-// loadConfig loads the configuration as the runtime does, and builds the reconciler from it,
-// which refuses a non-positive lifetime.
-func loadConfig() (*Config, error) {
-	cfg, err := function.LoadConfig(Function, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := Function.Reconcilers[0].New(function.Deps{Config: cfg}); err != nil {
-		return nil, err
-	}
-	return cfg.(*Config), nil
 }
 
 func TestLoadConfig(t *testing.T) {
@@ -41,20 +29,20 @@ controllers:
 `), 0o600))
 
 	t.Run("Gardener's default", func(t *testing.T) {
-		cfg, err := loadConfig()
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, 24*time.Hour, cfg.MaxLifetime)
 	})
 	t.Run("component configuration", func(t *testing.T) {
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
-		cfg, err := loadConfig()
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, 6*time.Hour, cfg.MaxLifetime)
 	})
 	t.Run("environment wins over the component configuration", func(t *testing.T) {
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
 		t.Setenv("BASTION_MAX_LIFETIME", "90m")
-		cfg, err := loadConfig()
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, 90*time.Minute, cfg.MaxLifetime)
 	})
@@ -62,12 +50,12 @@ controllers:
 		bad := filepath.Join(t.TempDir(), "bad.yaml")
 		require.NoError(t, os.WriteFile(bad, []byte("apiVersion: controllermanager.config.gardener.cloud/v1alpha1\nkind: ControllerManagerConfiguration\ncontrollers:\n  bastion:\n    maxLifeTime: 6h\n"), 0o600))
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", bad)
-		_, err := loadConfig()
+		_, err := functiontest.LoadConfig[Config](Function)
 		assert.ErrorContains(t, err, "maxLifeTime")
 	})
 	t.Run("non-positive lifetime is an error", func(t *testing.T) {
 		t.Setenv("BASTION_MAX_LIFETIME", "-1h")
-		_, err := loadConfig()
+		_, err := functiontest.LoadConfig[Config](Function)
 		assert.Error(t, err)
 	})
 }

@@ -15,25 +15,11 @@ import (
 	projectmain "github.com/gardener-knative/gardener-knative/pkg/controller/project/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project/stale"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 )
 
 func TestDeclarationIsValid(t *testing.T) {
 	require.NoError(t, Function.Validate())
-}
-
-// loadConfig loads the configuration as the runtime does and builds every reconciler from it.
-func loadConfig(t *testing.T) (*Config, error) {
-	t.Helper()
-	cfg, err := function.LoadConfig(Function, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range Function.Reconcilers {
-		if _, err := r.New(function.Deps{Config: cfg}); err != nil {
-			return nil, err
-		}
-	}
-	return cfg.(*Config), nil
 }
 
 func TestLoadConfig(t *testing.T) {
@@ -55,14 +41,14 @@ controllers:
 `), 0o600))
 
 	t.Run("Gardener's defaults", func(t *testing.T) {
-		cfg, err := loadConfig(t)
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, stale.Settings{MinimumLifetimeDays: 30, StaleGracePeriodDays: 14, StaleExpirationTimeDays: 90}, cfg.Settings)
 		assert.Empty(t, cfg.Quotas)
 	})
 	t.Run("component configuration: every reconciler's part", func(t *testing.T) {
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
-		cfg, err := loadConfig(t)
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, stale.Settings{MinimumLifetimeDays: 7, StaleGracePeriodDays: 3, StaleExpirationTimeDays: 30}, cfg.Settings)
 		assert.Len(t, cfg.Quotas, 1)
@@ -72,14 +58,14 @@ controllers:
 		t.Setenv("PROJECT_MINIMUM_LIFETIME_DAYS", "1")
 		t.Setenv("PROJECT_STALE_GRACE_PERIOD_DAYS", "2")
 		t.Setenv("PROJECT_STALE_EXPIRATION_TIME_DAYS", "3")
-		cfg, err := loadConfig(t)
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, stale.Settings{MinimumLifetimeDays: 1, StaleGracePeriodDays: 2, StaleExpirationTimeDays: 3}, cfg.Settings)
 		assert.Len(t, cfg.Quotas, 1)
 	})
 	t.Run("negative days are refused", func(t *testing.T) {
 		t.Setenv("PROJECT_STALE_EXPIRATION_TIME_DAYS", "-1")
-		_, err := loadConfig(t)
+		_, err := functiontest.LoadConfig[Config](Function)
 		assert.Error(t, err)
 	})
 }

@@ -6,33 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
 func TestDeclarationIsValid(t *testing.T) {
 	require.NoError(t, Function.Validate())
 }
 
-func loadConfig(t *testing.T) (*Config, error) {
-	t.Helper()
-	cfg, err := function.LoadConfig(Function, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range Function.Reconcilers {
-		if _, err := r.New(function.Deps{Config: cfg}); err != nil {
-			return nil, err
-		}
-	}
-	return cfg.(*Config), nil
-}
-
 func TestLoadConfig(t *testing.T) {
 	t.Run("Gardener's defaults", func(t *testing.T) {
-		cfg, err := loadConfig(t)
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, Config{MonitorPeriod: 40 * time.Second, ShootMonitorPeriod: 200 * time.Second}, *cfg)
 	})
@@ -56,7 +41,7 @@ controllers:
 `), 0o600))
 	t.Run("component configuration", func(t *testing.T) {
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
-		cfg, err := loadConfig(t)
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, Config{MonitorPeriod: time.Minute, ShootMonitorPeriod: 5 * time.Minute,
 			BackupBucketsReadyThreshold: 2 * time.Minute, ExtensionsReadyThreshold: 3 * time.Minute}, *cfg)
@@ -65,14 +50,14 @@ controllers:
 		t.Setenv("CONTROLLER_MANAGER_CONFIG", componentConfig)
 		t.Setenv("SEED_SHOOT_MONITOR_PERIOD", "10m")
 		t.Setenv("SEED_EXTENSIONS_READY_THRESHOLD", "0s")
-		cfg, err := loadConfig(t)
+		cfg, err := functiontest.LoadConfig[Config](Function)
 		require.NoError(t, err)
 		assert.Equal(t, 10*time.Minute, cfg.ShootMonitorPeriod)
 		assert.Zero(t, cfg.ExtensionsReadyThreshold)
 	})
 	t.Run("a period that is not positive is refused", func(t *testing.T) {
 		t.Setenv("SEED_MONITOR_PERIOD", "0s")
-		_, err := loadConfig(t)
+		_, err := functiontest.LoadConfig[Config](Function)
 		assert.ErrorContains(t, err, "must be positive")
 	})
 }

@@ -266,3 +266,19 @@ func (h *Harness) Measure(do func()) map[string]int {
 	}
 	return counts
 }
+
+// LoadConfig loads fn's configuration as the runtime does at start-up (the component
+// configuration named by CONTROLLER_MANAGER_CONFIG, then the environment) and builds every
+// reconciler from it, so that a configuration the reconcilers refuse is an error here too.
+func LoadConfig[C any](fn *function.Function) (*C, error) {
+	cfg, err := function.LoadConfig(fn, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range fn.Reconcilers {
+		if _, err := r.New(function.Deps{Config: cfg}); err != nil {
+			return nil, err
+		}
+	}
+	return cfg.(*C), nil
+}

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -198,4 +200,39 @@ func (e *Env) Namespace(t testing.TB) string {
 		t.Fatalf("creating a namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// parallelWorkers bounds Parallel's concurrency: enough to hide the API server's round trip,
+// few enough not to starve the control plane on a small machine.
+const parallelWorkers = 16
+
+// Parallel calls do(0), …, do(n-1) on at most 16 goroutines and returns the first error; after
+// an error it hands out no further calls (those under way finish). Tests and benchmarks create
+// their thousands of objects with it: one by one, each waiting for its round trip to the API
+// server, that takes minutes against envtest.
+func Parallel(n int, do func(i int) error) error {
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range min(parallelWorkers, n) {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := do(i); err != nil {
+					once.Do(func() { firstErr = err })
+					failed.Store(true)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // BenchmarkResync10000Shoots50Bastions measures the resync sweep on a garden of 10,000 Shoots and
@@ -40,29 +41,12 @@ func benchmarkResync(b *testing.B, fn *function.Function) {
 	f := &fixture{Harness: functiontest.New(b, env, fn, functiontest.WithConfig(&bastion.Config{MaxLifetime: 24 * time.Hour}))}
 	f.ns = env.Namespace(b)
 	ctx := context.Background()
-	create := make(chan int)
-	errs := make(chan error, 16)
-	for range 16 {
-		go func() {
-			for i := range create {
-				s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot-%05d", i), Namespace: f.ns}}
-				s.Spec.SeedName = ptr.To("seed-a")
-				s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "worker", Machine: gardencorev1beta1.Machine{Type: "m5.large"}, Minimum: 1, Maximum: 3}}
-				if err := env.Client.Create(ctx, s); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for i := range 10000 {
-		create <- i
-	}
-	close(create)
-	for range 16 {
-		require.NoError(b, <-errs)
-	}
+	require.NoError(b, testenv.Parallel(10000, func(i int) error {
+		s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot-%05d", i), Namespace: f.ns}}
+		s.Spec.SeedName = ptr.To("seed-a")
+		s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "worker", Machine: gardencorev1beta1.Machine{Type: "m5.large"}, Minimum: 1, Maximum: 3}}
+		return env.Client.Create(ctx, s)
+	}))
 	for i := range 50 {
 		nb := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bastion-%02d", i), Namespace: f.ns}}
 		nb.Spec.ShootRef.Name = fmt.Sprintf("shoot-%05d", i*200)

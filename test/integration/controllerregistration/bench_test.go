@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerregistration/seed"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // BenchmarkSeedSweep100Seeds10000Shoots50Registrations measures the main reconciler's sweep
@@ -54,34 +55,17 @@ func BenchmarkSeedSweep100Seeds10000Shoots50Registrations(b *testing.B) {
 	for i := range seeds {
 		f.seed(fmt.Sprintf("seed%03d", i), fmt.Sprintf("p%d", i%providers))
 	}
-	create := make(chan int)
-	errs := make(chan error, 16)
-	for range 16 {
-		go func() {
-			for i := range create {
-				s := &gardencorev1beta1.Shoot{}
-				s.Name, s.Namespace = fmt.Sprintf("shoot-%05d", i), f.ns
-				s.Spec.SeedName = ptr.To(f.name(fmt.Sprintf("seed%03d", i%seeds)))
-				s.Spec.Provider.Type = f.name(fmt.Sprintf("p%d", i%providers))
-				s.Spec.Networking = &gardencorev1beta1.Networking{Type: ptr.To(f.name(fmt.Sprintf("net%d", i%networks)))}
-				s.Spec.Extensions = []gardencorev1beta1.Extension{{Type: f.name(fmt.Sprintf("ext%d", i%10))}}
-				s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "w", Minimum: 1, Maximum: 3,
-					Machine: gardencorev1beta1.Machine{Type: "m5.large", Image: &gardencorev1beta1.ShootMachineImage{Name: f.name(fmt.Sprintf("img%d", i%images))}}}}
-				if err := env.Client.Create(ctx, s); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for i := range seeds * shootsPerSeed {
-		create <- i
-	}
-	close(create)
-	for range 16 {
-		require.NoError(b, <-errs)
-	}
+	require.NoError(b, testenv.Parallel(seeds*shootsPerSeed, func(i int) error {
+		s := &gardencorev1beta1.Shoot{}
+		s.Name, s.Namespace = fmt.Sprintf("shoot-%05d", i), f.ns
+		s.Spec.SeedName = ptr.To(f.name(fmt.Sprintf("seed%03d", i%seeds)))
+		s.Spec.Provider.Type = f.name(fmt.Sprintf("p%d", i%providers))
+		s.Spec.Networking = &gardencorev1beta1.Networking{Type: ptr.To(f.name(fmt.Sprintf("net%d", i%networks)))}
+		s.Spec.Extensions = []gardencorev1beta1.Extension{{Type: f.name(fmt.Sprintf("ext%d", i%10))}}
+		s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "w", Minimum: 1, Maximum: 3,
+			Machine: gardencorev1beta1.Machine{Type: "m5.large", Image: &gardencorev1beta1.ShootMachineImage{Name: f.name(fmt.Sprintf("img%d", i%images))}}}}
+		return env.Client.Create(ctx, s)
+	}))
 
 	start := time.Now()
 	converge := f.Measure(func() { f.Sweep(seed.SweepName) })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/event"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // BenchmarkSweep20000Events measures one sweep over 20,000 Events (a third each expired Pod
@@ -67,41 +68,24 @@ func BenchmarkSweep20000Events(b *testing.B) {
 
 func createEvents(b *testing.B, f *fixture, total int) {
 	ctx := context.Background()
-	work := make(chan int)
-	errs := make(chan error, 16)
-	for range 16 {
-		go func() {
-			for i := range work {
-				about, age := pod, 2*time.Hour
-				switch i % 3 {
-				case 1:
-					age = 10 * time.Minute
-				case 2:
-					about = shoot
-				}
-				last := metav1.NewTime(now.Add(-age))
-				ev := &corev1.Event{
-					ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("event-%05d", i), Namespace: f.ns},
-					InvolvedObject: corev1.ObjectReference{APIVersion: about.apiVersion, Kind: about.kind, Name: fmt.Sprintf("object-%05d", i), Namespace: f.ns},
-					Reason:         "Reconciled", Message: "Reconciled the object successfully after a long and eventful operation", Type: corev1.EventTypeNormal,
-					FirstTimestamp: last, LastTimestamp: last, Count: 1,
-					Source: corev1.EventSource{Component: "benchmark"},
-				}
-				if err := env.Client.Create(ctx, ev); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for i := range total {
-		work <- i
-	}
-	close(work)
-	for range 16 {
-		require.NoError(b, <-errs)
-	}
+	require.NoError(b, testenv.Parallel(total, func(i int) error {
+		about, age := pod, 2*time.Hour
+		switch i % 3 {
+		case 1:
+			age = 10 * time.Minute
+		case 2:
+			about = shoot
+		}
+		last := metav1.NewTime(now.Add(-age))
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("event-%05d", i), Namespace: f.ns},
+			InvolvedObject: corev1.ObjectReference{APIVersion: about.apiVersion, Kind: about.kind, Name: fmt.Sprintf("object-%05d", i), Namespace: f.ns},
+			Reason:         "Reconciled", Message: "Reconciled the object successfully after a long and eventful operation", Type: corev1.EventTypeNormal,
+			FirstTimestamp: last, LastTimestamp: last, Count: 1,
+			Source: corev1.EventSource{Component: "benchmark"},
+		}
+		return env.Client.Create(ctx, ev)
+	}))
 }
 
 // watchPeakLiveHeap samples the live heap (after a forced collection) until the returned

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 const benchProjects = 10000
@@ -166,30 +167,10 @@ func watchPeakHeap() func() uint64 {
 }
 
 // createBenchGarden creates benchGarden's Projects (Ready, with their namespaces) and related
-// objects, 32 at a time.
+// objects, in parallel.
 func createBenchGarden(b *testing.B) {
 	ctx := context.Background()
-	work := make(chan int)
-	errs := make(chan error, 32)
-	for range 32 {
-		go func() {
-			var err error
-			for i := range work {
-				if err != nil {
-					continue // drain
-				}
-				err = createBenchProject(ctx, i)
-			}
-			errs <- err
-		}()
-	}
-	for i := range benchProjects {
-		work <- i
-	}
-	close(work)
-	for range 32 {
-		require.NoError(b, <-errs)
-	}
+	require.NoError(b, testenv.Parallel(benchProjects, func(i int) error { return createBenchProject(ctx, i) }))
 }
 
 func createBenchProject(ctx context.Context, i int) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project/stale"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 const day = 24 * time.Hour
@@ -271,25 +272,10 @@ func TestStaleSweepCost(t *testing.T) {
 	assert.Equal(t, lists500, all500, "a sweep that changes nothing sends nothing but its LISTs")
 }
 
-// createProjects creates n unused Projects with their namespaces, 16 at a time.
+// createProjects creates n unused Projects with their namespaces, in parallel.
 func createProjects(t testing.TB, n int) {
 	t.Helper()
-	errs := make(chan error, n)
-	work := make(chan int)
-	for range 16 {
-		go func() {
-			for range work {
-				errs <- createUnusedProject(t)
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	for range n {
-		require.NoError(t, <-errs)
-	}
+	require.NoError(t, testenv.Parallel(n, func(int) error { return createUnusedProject(t) }))
 }
 
 func createUnusedProject(t testing.TB) error {

@@ -2,13 +2,13 @@ package seed_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/lifecycle"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // BenchmarkLifecycleTick measures the lifecycle tick over 1,000 seeds whose gardenlets renew
@@ -25,30 +25,11 @@ func BenchmarkLifecycleTick(b *testing.B) {
 		names[i] = s.Name
 	}
 	// Shoots in parallel: 20,000 requests one by one would dominate the benchmark's set-up.
-	work := make(chan [2]int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for job := range work {
-				if _, err := createShoot(ns, fmt.Sprintf("shoot-%d-%d", job[0], job[1]), names[job[0]]); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i := range seeds {
-		for j := range shootsPerSeed {
-			work <- [2]int{i, j}
-		}
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	require.NoError(b, <-errs)
+	require.NoError(b, testenv.Parallel(seeds*shootsPerSeed, func(k int) error {
+		i, j := k/shootsPerSeed, k%shootsPerSeed
+		_, err := createShoot(ns, fmt.Sprintf("shoot-%d-%d", i, j), names[i])
+		return err
+	}))
 	h.Clock.Step(20 * time.Second)
 
 	counts := map[string]int{}

@@ -18,6 +18,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot/hibernation"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot/maintenance"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // scheduledShoot is Shoot i of a fleet on the CloudProfile profile: every Shoot has a
@@ -51,7 +52,7 @@ func scheduleDay(hour, minute int) time.Time {
 	return time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2).Add(time.Duration(hour)*time.Hour + time.Duration(minute)*time.Minute)
 }
 
-// createFleet creates n reconciled Shoots (scheduledShoot) in namespaces of 100, 32 at a time, and the
+// createFleet creates n reconciled Shoots (scheduledShoot) in namespaces of 100, in parallel, and the
 // CloudProfile they use; both are removed when the test ends.
 func createFleet(tb testing.TB, n int) string {
 	tb.Helper()
@@ -69,26 +70,9 @@ func createFleet(tb testing.TB, n int) string {
 			_ = env.Client.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace(ns))
 		}
 	})
-	work := make(chan int)
-	errs := make(chan error, 32)
-	for range 32 {
-		go func() {
-			var err error
-			for i := range work {
-				if err == nil {
-					err = createReconciledShoot(ctx, scheduledShoot(namespaces[i/100], profile.Name, i))
-				}
-			}
-			errs <- err
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	for range 32 {
-		require.NoError(tb, <-errs)
-	}
+	require.NoError(tb, testenv.Parallel(n, func(i int) error {
+		return createReconciledShoot(ctx, scheduledShoot(namespaces[i/100], profile.Name, i))
+	}))
 	return profile.Name
 }
 

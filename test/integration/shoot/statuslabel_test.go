@@ -15,6 +15,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot/quota"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot/statuslabel"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // shootWithSpec creates a Shoot in the fixture's namespace; spec (may be nil) shapes it first.
@@ -117,30 +118,13 @@ func BenchmarkSweeps10000Shoots(b *testing.B) {
 	f := newFixture(b)
 	ctx := context.Background()
 	f.secretBindingWithQuotas(b, "trial", f.quotaWithLifetime(b, "month", ptr.To[int32](30)))
-	create := make(chan int)
-	errs := make(chan error, 16)
-	for range 16 {
-		go func() {
-			for i := range create {
-				s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot-%05d", i), Namespace: f.ns}}
-				s.Spec.SecretBindingName = ptr.To("trial")
-				s.Spec.SeedName = ptr.To("seed-a")
-				s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "worker", Machine: gardencorev1beta1.Machine{Type: "m5.large"}, Minimum: 1, Maximum: 3}}
-				if err := env.Client.Create(ctx, s); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for i := range 10000 {
-		create <- i
-	}
-	close(create)
-	for range 16 {
-		require.NoError(b, <-errs)
-	}
+	require.NoError(b, testenv.Parallel(10000, func(i int) error {
+		s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot-%05d", i), Namespace: f.ns}}
+		s.Spec.SecretBindingName = ptr.To("trial")
+		s.Spec.SeedName = ptr.To("seed-a")
+		s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "worker", Machine: gardencorev1beta1.Machine{Type: "m5.large"}, Minimum: 1, Maximum: 3}}
+		return env.Client.Create(ctx, s)
+	}))
 	for _, sweep := range []string{statuslabel.Name, quota.Name} {
 		b.Run(sweep, func(b *testing.B) {
 			start := time.Now()

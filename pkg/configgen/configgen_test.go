@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,6 +72,24 @@ func TestFunctionFile(t *testing.T) {
 	require.Equal(t, []any{map[string]any{"configMapRef": map[string]any{"name": "demo-settings", "optional": true}}}, container["envFrom"],
 		"settings from an optional ConfigMap")
 	require.NotContains(t, spec, "volumes", "no second cluster, no kubeconfig to mount")
+}
+
+// Rules confined to a namespace become a Role and RoleBinding there, not cluster-wide rules.
+func TestNamespacedRBAC(t *testing.T) {
+	fn := demo()
+	secrets := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
+	fn.NamespacedRBAC = map[string][]rbacv1.PolicyRule{"garden": secrets}
+	objs := configgen.RBACObjects(fn)
+	require.Len(t, objs, 5)
+	role, ok := objs[3].(*rbacv1.Role)
+	require.True(t, ok, "%T", objs[3])
+	assert.Equal(t, "garden", role.Namespace)
+	assert.Equal(t, secrets, role.Rules)
+	binding, ok := objs[4].(*rbacv1.RoleBinding)
+	require.True(t, ok, "%T", objs[4])
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, binding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "demo", Namespace: sources.Namespace}}, binding.Subjects)
+	assert.Equal(t, demo().RBAC, objs[1].(*rbacv1.ClusterRole).Rules, "the cluster-wide rules stay as declared")
 }
 
 // A function on a Target cluster gets that cluster's kubeconfig from the Secret <name>-target.

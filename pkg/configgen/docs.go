@@ -3,6 +3,8 @@ package configgen
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
@@ -56,6 +58,15 @@ func FunctionsIndex(fns []*function.Function) File {
 				group = "core"
 			}
 			rbac = append(rbac, fmt.Sprintf("%s/%s: %s", group, strings.Join(r.Resources, ","), strings.Join(r.Verbs, ",")))
+		}
+		for _, namespace := range slices.Sorted(maps.Keys(fn.NamespacedRBAC)) {
+			for _, r := range fn.NamespacedRBAC[namespace] {
+				group := strings.Join(r.APIGroups, ",")
+				if group == "" {
+					group = "core"
+				}
+				rbac = append(rbac, fmt.Sprintf("%s/%s in %s: %s", group, strings.Join(r.Resources, ","), namespace, strings.Join(r.Verbs, ",")))
+			}
 		}
 		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s | %s | %s |\n", fn.Name, fn.Name,
 			strings.Join(reconcilers, "<br>"), strings.Join(watches, "<br>"), strings.Join(sweeps, "<br>"), strings.Join(rbac, "<br>"))

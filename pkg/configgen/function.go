@@ -3,6 +3,7 @@ package configgen
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +24,13 @@ func ServiceAccountName(fn *function.Function) string {
 	return "system:serviceaccount:" + sources.Namespace + ":" + fn.Name
 }
 
-// RBACObjects are the ServiceAccount a function runs as and the ClusterRole and binding that
-// grant it exactly its declared rules (Function.RBAC).
+// RBACObjects are the ServiceAccount a function runs as, the ClusterRole and binding that
+// grant it exactly its declared rules (Function.RBAC), and a Role and RoleBinding per namespace
+// of its NamespacedRBAC.
 func RBACObjects(fn *function.Function) []client.Object {
 	name := "gardener-knative:" + fn.Name
-	return []client.Object{
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: sources.Namespace}}
+	objs := []client.Object{
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: meta(fn.Name, fn.Name, sources.Namespace),
@@ -41,9 +44,24 @@ func RBACObjects(fn *function.Function) []client.Object {
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 			ObjectMeta: meta(fn.Name, name, ""),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: sources.Namespace}},
+			Subjects:   subjects,
 		},
 	}
+	for _, namespace := range slices.Sorted(maps.Keys(fn.NamespacedRBAC)) {
+		objs = append(objs,
+			&rbacv1.Role{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+				ObjectMeta: meta(fn.Name, name, namespace),
+				Rules:      fn.NamespacedRBAC[namespace],
+			},
+			&rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: meta(fn.Name, name, namespace),
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects:   subjects,
+			})
+	}
+	return objs
 }
 
 // KnativeService is the function's Knative Service: cluster-local (only the Broker sends to it),

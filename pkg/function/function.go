@@ -223,10 +223,13 @@ type Function struct {
 	// privilege for its reads and writes (Events it records included). config/<name>.yaml is
 	// generated from it, and functiontest.AsFunction serves the function as that ServiceAccount
 	// with exactly these rules, so a missing rule fails the tests.
-	RBAC        []rbacv1.PolicyRule
-	Watches     []Watch
-	Reconcilers []Reconciler
-	Sweeps      []Sweep
+	RBAC []rbacv1.PolicyRule
+	// NamespacedRBAC is what it may do only inside the named namespaces (e.g. read the garden
+	// namespace's pull secrets): a Role and RoleBinding in each, generated and served like RBAC.
+	NamespacedRBAC map[string][]rbacv1.PolicyRule
+	Watches        []Watch
+	Reconcilers    []Reconciler
+	Sweeps         []Sweep
 }
 
 // Clusters are the clusters the function talks to: Source always, Target when a watch, list or
@@ -299,6 +302,11 @@ func (f *Function) Validate() error {
 	var errs []error
 	for _, msg := range validation.IsDNS1035Label(f.Name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", f.Name, msg))
+	}
+	for namespace := range f.NamespacedRBAC {
+		for _, msg := range validation.IsDNS1123Label(namespace) {
+			errs = append(errs, fmt.Errorf("namespaced RBAC for %q: %s", namespace, msg))
+		}
 	}
 	if len(f.Reconcilers) == 0 {
 		errs = append(errs, errors.New("no reconcilers"))

@@ -68,7 +68,10 @@ var Function = &function.Function{
 		{APIGroups: []string{core}, Resources: []string{"controllerinstallations/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{core}, Resources: []string{"controllerregistrations", "controllerdeployments"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{core}, Resources: []string{"seeds"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+	},
+	// Pull secrets are read from the garden namespace only.
+	NamespacedRBAC: map[string][]rbacv1.PolicyRule{
+		v1beta1constants.GardenNamespace: {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	},
 	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.ControllerInstallation, New: newReconciler}},
 	Watches: []function.Watch{

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,13 +141,15 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 	return h
 }
 
-// ApplyRBAC creates (or updates) the function's ServiceAccount, ClusterRole and binding as
-// config/ declares them.
+// ApplyRBAC creates (or updates) the function's ServiceAccount, ClusterRole, Roles and bindings
+// as config/ declares them.
 func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 	t.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sources.Namespace}}
-	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, ns)))
+	for _, namespace := range append([]string{sources.Namespace}, slices.Collect(maps.Keys(fn.NamespacedRBAC))...) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, ns)))
+	}
 	for _, obj := range configgen.RBACObjects(fn) {
 		err := env.Client.Create(ctx, obj)
 		if apierrors.IsAlreadyExists(err) {

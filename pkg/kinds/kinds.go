@@ -55,6 +55,15 @@ var (
 	ExtensionsBackupEntry  = function.NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "BackupEntry", "backupentries")
 	ExtensionsDNSRecord    = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "DNSRecord", "dnsrecords")
 	ExtensionsExtension    = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Extension", "extensions")
+
+	ExtensionsBastion                 = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Bastion", "bastions")
+	ExtensionsContainerRuntime        = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "ContainerRuntime", "containerruntimes")
+	ExtensionsControlPlane            = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "ControlPlane", "controlplanes")
+	ExtensionsInfrastructure          = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Infrastructure", "infrastructures")
+	ExtensionsNetwork                 = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Network", "networks")
+	ExtensionsOperatingSystemConfig   = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "OperatingSystemConfig", "operatingsystemconfigs")
+	ExtensionsSelfHostedShootExposure = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "SelfHostedShootExposure", "selfhostedshootexposures")
+	ExtensionsWorker                  = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Worker", "workers")
 )
 
 // Kubernetes' kinds.

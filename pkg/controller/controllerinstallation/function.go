@@ -2,7 +2,8 @@
 // one seed, as a function on two clusters: it reads ControllerInstallations, their registrations
 // and deployments in the garden (Source) and installs each referenced chart as a Helm release on
 // the seed (Target), reporting the Valid, Installed, Healthy and Progressing conditions back to
-// the garden.
+// the garden; its required reconciler (subpackage required) reports whether extension objects on
+// the seed still need each installation (the Required condition).
 package controllerinstallation
 
 import (
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/helmrelease"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/required"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 )
@@ -56,7 +58,8 @@ var core = gardencorev1beta1.SchemeGroupVersion.Group
 
 // Function is gardenlet's ControllerInstallation controller (with its care controller's
 // conditions) for one seed: ControllerInstallation events, ControllerDeployment events mapped to
-// the installations of their registrations, and a resync sweep every minute.
+// the installations of their registrations, and a resync sweep every minute; and its required
+// controller, as a sweep every minute.
 var Function = &function.Function{
 	Name:   "controllerinstallation",
 	Config: &Config{},
@@ -73,7 +76,10 @@ var Function = &function.Function{
 	NamespacedRBAC: map[string][]rbacv1.PolicyRule{
 		v1beta1constants.GardenNamespace: {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	},
-	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.ControllerInstallation, New: newReconciler}},
+	Reconcilers: []function.Reconciler{
+		{Name: "main", For: kinds.ControllerInstallation, New: newReconciler},
+		{Name: "required", For: kinds.ControllerInstallation, New: newRequiredReconciler},
+	},
 	Watches: []function.Watch{
 		{Kind: kinds.ControllerInstallation, Reconciler: "main", Predicate: InstallationPredicate},
 		{Kind: kinds.ControllerDeployment, Reconciler: "main", Predicate: DeploymentPredicate, Map: MapDeploymentToInstallations},
@@ -90,7 +96,22 @@ var Function = &function.Function{
 			{Kind: kinds.Namespace, Cluster: function.Target, LabelSelector: v1beta1constants.GardenRole + "=" + v1beta1constants.GardenRoleExtension},
 			{Kind: kinds.Secret, Cluster: function.Target, MetadataOnly: true, LabelSelector: helmrelease.LabelOwner + "=" + helmrelease.OwnerHelm},
 		},
+	}, {
+		// gardenlet's required controller watches the seed's extension objects; the seed causes
+		// no events here, so its decision is swept: the registrations in the garden and one LIST
+		// per extension kind on the seed, whatever the number of installations.
+		Name: "required", Schedule: "* * * * *", Reconciler: "required",
+		Primary: function.List{Kind: kinds.ControllerInstallation},
+		Related: append([]function.List{{Kind: kinds.ControllerRegistration}}, required.SeedLists()...),
 	}},
+}
+
+func newRequiredReconciler(deps function.Deps) (function.Handler, error) {
+	cfg := deps.Config.(*Config)
+	if cfg.SeedName == "" {
+		return nil, fmt.Errorf("SEED_NAME is not set: the function decides the ControllerInstallations of one seed")
+	}
+	return required.New(deps, cfg.SeedName), nil
 }
 
 func newReconciler(deps function.Deps) (function.Handler, error) {

@@ -67,7 +67,6 @@ type Option func(*settings)
 
 type settings struct {
 	config     any
-	user       string
 	asFunction bool
 	opts       function.Options
 	now        time.Time
@@ -76,10 +75,6 @@ type settings struct {
 
 // WithConfig serves the function with this configuration instead of LoadConfig's.
 func WithConfig(cfg any) Option { return func(s *settings) { s.config = cfg } }
-
-// AsUser makes the function's requests impersonate user (e.g. its ServiceAccount), so that its
-// RBAC in config/ is what allows them.
-func AsUser(user string) Option { return func(s *settings) { s.user = user } }
 
 // AsFunction serves the function as its own ServiceAccount, with exactly the RBAC config/
 // grants it (configgen.RBACObjects, from Function.RBAC): a request its declaration does not
@@ -109,13 +104,10 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		require.NoError(t, err)
 		s.config = cfg
 	}
+	var impersonate []string
 	if s.asFunction {
 		ApplyRBAC(t, env, fn)
-		s.user = configgen.ServiceAccountName(fn)
-	}
-	var impersonate []string
-	if s.user != "" {
-		impersonate = []string{s.user}
+		impersonate = []string{configgen.ServiceAccountName(fn)}
 	}
 	c, counter, err := env.CountingClient(impersonate...)
 	require.NoError(t, err)

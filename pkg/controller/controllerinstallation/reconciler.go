@@ -216,6 +216,9 @@ func (r *Reconciler) reconcile(ctx context.Context, garden, seedReader client.Re
 	helmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.HelmTimeout)
 	defer cancel()
 	rel, err := r.Helm.Apply(helmCtx, namespace, releaseName, loaded, values, map[string]string{LabelChecksum: checksum}, r.Clock.Now(), r.PendingStaleAfter)
+	if apierrors.IsConflict(err) {
+		return err // a concurrent reconcile installed it: not a failure, reconciled again
+	}
 	if err != nil {
 		installed(gardencorev1beta1.ConditionFalse, "InstallationFailed", fmt.Sprintf("Installation of Helm release %q failed: %+v", releaseName, err))
 		return err

@@ -17,6 +17,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -89,7 +91,8 @@ func (c *Client) Apply(ctx context.Context, namespace, name string, chrt *chart.
 		install.ReleaseName, install.Namespace = name, namespace
 		install.Labels = labels
 		install.Timeout = c.Timeout
-		return install.RunWithContext(ctx, chrt, values)
+		rel, err := install.RunWithContext(ctx, chrt, values)
+		return rel, concurrentInstall(name, err)
 	case err != nil:
 		return nil, fmt.Errorf("reading the records of release %s/%s: %w", namespace, name, err)
 	}
@@ -123,4 +126,14 @@ func (c *Client) Uninstall(namespace, name string) error {
 // Get returns the latest revision of the release.
 func (c *Client) Get(namespace, name string) (*release.Release, error) {
 	return c.configuration(namespace).Releases.Last(name)
+}
+
+// concurrentInstall turns Helm's "release already exists", which a concurrent reconcile of the
+// same installation (an event and a sweep) causes by installing first, into a conflict: the
+// runtime then reconciles again from what is there now, instead of asking the sender to retry.
+func concurrentInstall(name string, err error) error {
+	if errors.Is(err, driver.ErrReleaseExists) {
+		return apierrors.NewConflict(schema.GroupResource{Group: "helm.sh", Resource: "releases"}, name, err)
+	}
+	return err
 }

@@ -122,10 +122,11 @@ func run(opts options, out io.Writer) (err error) {
 	if err := createFixtures(ctx, env.Client); err != nil {
 		return fmt.Errorf("creating the objects the webhooks read: %w", err)
 	}
-	cfg, err := componentconfig.ResourceManager("")
+	file, err := componentconfig.ResourceManager("")
 	if err != nil {
 		return err
 	}
+	cfg := file.ResourceManagerConfiguration
 	configure(cfg)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	deps := webhook.Deps{Source: reader, Target: reader, Config: cfg, Clock: clock.RealClock{}, Log: log}

@@ -93,6 +93,12 @@ type ClientOption func(*rest.Config)
 // server's priority and fairness still protects it.
 func Unthrottled(cfg *rest.Config) { cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil }
 
+// SourceRESTConfig is the counted REST configuration of the source cluster, for clients the
+// runtime does not build itself.
+func (p *Process) SourceRESTConfig(opts ...ClientOption) (*rest.Config, error) {
+	return p.restConfig(p.Config.ClientConfig, opts)
+}
+
 // SourceClient is an uncached, counted client of the source cluster.
 func (p *Process) SourceClient(scheme *runtime.Scheme, opts ...ClientOption) (client.Client, error) {
 	return p.client(p.Config.ClientConfig, scheme, opts)

@@ -6,17 +6,21 @@ package componentconfig
 import (
 	"fmt"
 	"os"
+	"regexp"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/yaml"
 )
 
 var (
 	configScheme = runtime.NewScheme()
-	// Strict: a misspelt field in a configuration file is an error, not a silent default.
+	// Strict: a misspelt field in a configuration file is an error, not a silent default (the
+	// resource manager's file tolerates unknown fields and reports them, see ResourceManager).
 	codecs = serializer.NewCodecFactory(configScheme, serializer.EnableStrict)
 )
 
@@ -29,32 +33,86 @@ func init() {
 // defaults applied. An empty path gives the defaults alone.
 func ControllerManager(path string) (*cmv1alpha1.ControllerManagerConfiguration, error) {
 	cfg := &cmv1alpha1.ControllerManagerConfiguration{}
-	if err := load(path, cfg); err != nil {
+	data, err := read(path)
+	if err != nil {
 		return nil, err
 	}
+	if data != nil {
+		if _, _, err := codecs.UniversalDeserializer().Decode(data, nil, cfg); err != nil {
+			return nil, fmt.Errorf("decoding component configuration %s: %w", path, err)
+		}
+	}
+	configScheme.Default(cfg)
 	return cfg, nil
 }
 
-// ResourceManager reads the ResourceManagerConfiguration file at path, with Gardener's
-// defaults applied. An empty path gives the defaults alone.
-func ResourceManager(path string) (*rmv1alpha1.ResourceManagerConfiguration, error) {
-	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
-	if err := load(path, cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+// ResourceManagerFile is a ResourceManagerConfiguration file as the webhook server and the GRM
+// functions read it (one loader for both): Gardener's type with Gardener's defaults, and the
+// keys gardener-knative adds to it.
+type ResourceManagerFile struct {
+	*rmv1alpha1.ResourceManagerConfiguration
+	Extensions ResourceManagerExtensions
+	// Unknown lists the fields the file sets that neither Gardener's type nor Extensions know:
+	// decoding is lenient (the file may be written for another Gardener version, and carries our
+	// keys), so callers log them instead of failing.
+	Unknown []string
 }
 
-func load(path string, into runtime.Object) error {
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("reading component configuration: %w", err)
+// ResourceManagerExtensions are the keys gardener-knative reads beyond Gardener v1.150's
+// ResourceManagerConfiguration, at the paths Gardener would give them.
+type ResourceManagerExtensions struct {
+	Controllers struct {
+		GarbageCollector struct {
+			// MinimumObjectLifetime is how old a garbage-collectable object must be before it
+			// is collected (Gardener hard-codes 10m).
+			MinimumObjectLifetime *metav1.Duration `json:"minimumObjectLifetime,omitempty"`
+		} `json:"garbageCollector"`
+	} `json:"controllers"`
+}
+
+// extensionFields are the strict decoder's names of the Extensions' fields.
+var extensionFields = map[string]bool{
+	"controllers.garbageCollector.minimumObjectLifetime": true,
+}
+
+var unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
+
+// ResourceManager reads the ResourceManagerConfiguration file at path, with Gardener's defaults
+// applied. An empty path gives the defaults alone.
+func ResourceManager(path string) (*ResourceManagerFile, error) {
+	file := &ResourceManagerFile{ResourceManagerConfiguration: &rmv1alpha1.ResourceManagerConfiguration{}}
+	data, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	if data != nil {
+		_, _, err := codecs.UniversalDeserializer().Decode(data, nil, file.ResourceManagerConfiguration)
+		if strict, ok := runtime.AsStrictDecodingError(err); ok {
+			// The object is decoded in full; what is left are the fields its type lacks.
+			for _, e := range strict.Errors() {
+				if m := unknownField.FindStringSubmatch(e.Error()); m != nil && extensionFields[m[1]] {
+					continue
+				}
+				file.Unknown = append(file.Unknown, e.Error())
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding component configuration %s: %w", path, err)
 		}
-		if _, _, err := codecs.UniversalDeserializer().Decode(data, nil, into); err != nil {
-			return fmt.Errorf("decoding component configuration %s: %w", path, err)
+		if err := yaml.Unmarshal(data, &file.Extensions); err != nil {
+			return nil, fmt.Errorf("decoding component configuration %s: %w", path, err)
 		}
 	}
-	configScheme.Default(into)
-	return nil
+	configScheme.Default(file.ResourceManagerConfiguration)
+	return file, nil
+}
+
+func read(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading component configuration: %w", err)
+	}
+	return data, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gardener-knative/gardener-knative/pkg/crds"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
@@ -36,7 +37,8 @@ type File struct {
 }
 
 // Generate returns the generated files of the registry: the event plumbing of every function
-// (eventing.yaml) and each function's RBAC and Knative Service (<name>.yaml).
+// (eventing.yaml), each function's RBAC and Knative Service (<name>.yaml), and the CRDs
+// config/ ships (CRDsFile).
 func Generate(fns []*function.Function) ([]File, error) {
 	objs, err := sources.Objects(fns)
 	if err != nil {
@@ -64,7 +66,31 @@ func Generate(fns []*function.Function) ([]File, error) {
 		}
 		files = append(files, f)
 	}
-	return files, nil
+	crdFile, err := crdsFile()
+	if err != nil {
+		return nil, err
+	}
+	return append(files, crdFile), nil
+}
+
+// CRDsFile is the generated file of the CRDs config/ ships (pkg/crds); its name sorts after the
+// namespace and before everything that uses them.
+const CRDsFile = "110-crds.yaml"
+
+func crdsFile() (File, error) {
+	var buf bytes.Buffer
+	buf.WriteString(Header + "\n")
+	buf.WriteString("# The CRDs gardener-knative ships (pkg/crds), as Gardener ships them with its components:\n")
+	buf.WriteString("# resources.gardener.cloud's ManagedResource, GRM's own API.\n")
+	for _, crd := range crds.All() {
+		doc, err := Marshal(crd)
+		if err != nil {
+			return File{}, fmt.Errorf("CRD %s: %w", crd.Name, err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(doc)
+	}
+	return File{Name: CRDsFile, Content: buf.Bytes()}, nil
 }
 
 // Marshal renders one object as a YAML document, without the empty status and

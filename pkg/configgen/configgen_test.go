@@ -49,9 +49,10 @@ func demo() *function.Function {
 func TestFunctionFile(t *testing.T) {
 	files, err := configgen.Generate([]*function.Function{demo()})
 	require.NoError(t, err)
-	require.Len(t, files, 2)
+	require.Len(t, files, 3)
 	require.Equal(t, configgen.EventingFile, files[0].Name)
 	require.Equal(t, "demo.yaml", files[1].Name)
+	require.Equal(t, configgen.CRDsFile, files[2].Name)
 
 	docs := documents(t, files[1].Content)
 	require.Len(t, docs, 4)
@@ -167,7 +168,7 @@ func documents(t *testing.T, data []byte) [][]byte {
 func TestGenerateIsDeterministic(t *testing.T) {
 	a, err := configgen.Generate(functions.All)
 	require.NoError(t, err)
-	require.Len(t, a, 1+len(functions.All))
+	require.Len(t, a, 2+len(functions.All))
 	for range 5 {
 		b, err := configgen.Generate(functions.All)
 		require.NoError(t, err)
@@ -220,11 +221,11 @@ func TestWriteAndDiff(t *testing.T) {
 
 	problems, err := configgen.Diff(dir, files)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []configgen.Problem{{Name: "eventing.yaml", Reason: "missing"}, {Name: "demo.yaml", Reason: "missing"}}, problems)
+	require.ElementsMatch(t, []configgen.Problem{{Name: "eventing.yaml", Reason: "missing"}, {Name: "demo.yaml", Reason: "missing"}, {Name: configgen.CRDsFile, Reason: "missing"}}, problems)
 
 	changed, err := configgen.Write(dir, files)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"eventing.yaml", "demo.yaml"}, changed)
+	require.ElementsMatch(t, []string{"eventing.yaml", "demo.yaml", configgen.CRDsFile}, changed)
 	problems, err = configgen.Diff(dir, files)
 	require.NoError(t, err)
 	require.Empty(t, problems)

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -21,21 +22,32 @@ import (
 
 // ClusterClient is what a reconciler gets for one cluster: an uncached reader for what it must
 // read live (its Request's reader already is one for events), and the optimistic Writer.
+//
+// On the Target cluster of a function deployed per seed, Reader, Writer and Mapper act on the
+// cluster of the tenant the runtime put into the reconcile's context (tenant.From): a reconciler
+// written for one target serves every tenant unchanged, and cannot reach another tenant's.
 type ClusterClient struct {
 	Reader client.Reader
 	Writer Writer
+	// Mapper maps kinds to resources on the cluster the context's tenant is on (a tenant's own
+	// CRDs included), e.g. to tell a manifest's namespaced kinds from cluster-scoped ones.
+	Mapper func(ctx context.Context) (meta.RESTMapper, error)
 	// Config is the cluster's REST configuration (counted like the client), for clients the
-	// runtime does not build, such as Helm's; set for the Target cluster.
+	// runtime does not build, such as Helm's; set for the Target cluster in single-target and
+	// seed mode.
 	Config *rest.Config
 }
 
 // Deps are what the runtime hands a reconciler's constructor.
 type Deps struct {
-	// Source is the function's own cluster; Target is set only for functions that declare it.
+	// Source is the function's own cluster; Target is set only for functions that declare it
+	// (in per-seed mode, it acts on the tenant of the reconcile's context).
 	Source ClusterClient
 	Target ClusterClient
-	Clock  clock.PassiveClock
-	Log    *slog.Logger
+	// Mode is how the Target is reached; empty for functions without one.
+	Mode  Mode
+	Clock clock.PassiveClock
+	Log   *slog.Logger
 	// Events records Kubernetes Events on the Source cluster, as Gardener's controllers do.
 	Events EventRecorder
 	// Config is the function's Config, loaded; nil when the function declares none.

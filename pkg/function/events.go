@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
 // The CloudEvent types the sources send (knative.dev/eventing/pkg/apis/sources and
@@ -44,6 +47,10 @@ func unprocessable(format string, args ...any) error {
 // ClusterExtension is the CloudEvents extension a cluster's ApiServerSource sets (through its
 // ceOverrides) to the cluster it watches; events without it come from the Source cluster.
 const ClusterExtension = "cluster"
+
+// TenantExtension is the CloudEvents extension the multi-tenant event source sets on a Target
+// event to the tenant (the shoot's control-plane namespace in the seed) whose cluster it watched.
+const TenantExtension = "tenant"
 
 // eventOf decodes the object an ApiServerSource event is about. ok is false when the event
 // is not an ApiServerSource event.
@@ -81,6 +88,13 @@ func eventOf(e cloudevents.Event) (ev Event, ok bool, err error) {
 		default:
 			return Event{}, true, rejected("unknown %s extension %q", ClusterExtension, c)
 		}
+	}
+	if t, ok := e.Extensions()[TenantExtension]; ok {
+		name := fmt.Sprint(t)
+		if ev.Cluster != Target || len(validation.IsDNS1123Label(name)) > 0 {
+			return Event{}, true, rejected("%s extension %q: a tenant is a namespace name, on target events only", TenantExtension, name)
+		}
+		ev.Tenant = tenant.Name(name)
 	}
 	return ev, true, nil
 }

@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
 // Key identifies one object a reconciler reconciles.
@@ -82,8 +84,11 @@ func (k Kind) GroupResource() schema.GroupResource {
 type Event struct {
 	// Cluster is the cluster whose source sent the event.
 	Cluster Cluster
-	Kind    schema.GroupVersionKind
-	Key     Key
+	// Tenant is the tenant whose cluster a Target event is about (the multi-tenant event
+	// source's tenant extension); empty otherwise.
+	Tenant tenant.Name
+	Kind   schema.GroupVersionKind
+	Key    Key
 	// Created and Deleted say that the event is the object's add or delete event; neither
 	// means an update.
 	Created, Deleted bool
@@ -158,7 +163,13 @@ type Request struct {
 	Key Key
 	// Reader reads the reconciler's cluster: the API server for events, the sweep's snapshot
 	// (which falls back to the API server for kinds it did not list) for sweeps.
-	Reader  client.Reader
+	Reader client.Reader
+	// Target reads the Target cluster (of the request's tenant), likewise live or from the
+	// sweep's lists on it; nil for functions without a Target.
+	Target client.Reader
+	// Tenant is the tenant the key is reconciled for (per-seed mode); the context carries it
+	// too, which is how Deps.Target reaches the tenant's cluster.
+	Tenant  tenant.Name
 	Trigger Trigger
 	// Sweep names the sweep for sweep reconciles.
 	Sweep string

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 // Config is the runtime's configuration, read from the environment (see docs/configuration.md):
@@ -24,6 +26,11 @@ type Config struct {
 	// ControllerManagerConfig is a ControllerManagerConfiguration file the functions read
 	// their part of (Gardener's defaults apply to what it leaves out).
 	ControllerManagerConfig string `envconfig:"CONTROLLER_MANAGER_CONFIG"`
+	// ResourceManagerConfig is a ResourceManagerConfiguration file GRM's functions read their
+	// part of, leniently (the webhook server reads the same file the same way).
+	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
+	// MULTI_TENANT and the other tenant settings serve a function with a Target per seed.
+	Tenancy
 	// EventTimeout is one event's budget. It is short because the adapter delivers one event
 	// at a time per kind: a slow event would hold back the events behind it.
 	EventTimeout     time.Duration `envconfig:"EVENT_TIMEOUT" default:"5s"`
@@ -32,6 +39,9 @@ type Config struct {
 	ListPageSize     int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
 	ConflictRetries  int           `envconfig:"CONFLICT_RETRIES" default:"3"`
 }
+
+// Tenancy is the tenant settings, shared with the webhook server and the event source.
+type Tenancy = clients.Config
 
 // Options returns the runtime options of the configuration.
 func (c Config) Options() Options {
@@ -50,21 +60,43 @@ type ControllerManagerConfig interface {
 	FromControllerManager(cm *cmv1alpha1.ControllerManagerConfiguration)
 }
 
+// ResourceManagerConfig is implemented by function configurations that take their defaults
+// from Gardener's ResourceManagerConfiguration (GRM's functions).
+type ResourceManagerConfig interface {
+	FromResourceManager(rm *componentconfig.ResourceManagerFile)
+}
+
+// ComponentConfigs name the Gardener component configuration files a function reads its part
+// of; empty names give Gardener's defaults.
+type ComponentConfigs struct {
+	ControllerManager, ResourceManager string
+}
+
 // LoadConfig returns the function's configuration: a fresh value of its Config's type, filled
-// from its part of the ControllerManagerConfiguration file at path (Gardener's defaults applied;
-// none when path is empty), then from the environment, whose variables win. Nil when the
-// function declares no Config.
-func LoadConfig(fn *Function, path string) (any, error) {
+// from its part of the component configuration file its type reads (Gardener's defaults
+// applied; the defaults alone when the file is not named), then from the environment, whose
+// variables win. Nil when the function declares no Config.
+func LoadConfig(fn *Function, files ComponentConfigs) (any, error) {
 	cfg := newConfig(fn.Config)
 	if cfg == nil {
 		return nil, nil
 	}
 	if fromCM, ok := cfg.(ControllerManagerConfig); ok {
-		cm, err := componentconfig.ControllerManager(path)
+		cm, err := componentconfig.ControllerManager(files.ControllerManager)
 		if err != nil {
 			return nil, err
 		}
 		fromCM.FromControllerManager(cm)
+	}
+	if fromRM, ok := cfg.(ResourceManagerConfig); ok {
+		rm, err := componentconfig.ResourceManager(files.ResourceManager)
+		if err != nil {
+			return nil, err
+		}
+		for _, unknown := range rm.Unknown {
+			slog.Warn("component configuration: field ignored", "file", files.ResourceManager, "error", unknown)
+		}
+		fromRM.FromResourceManager(rm)
 	}
 	if err := envconfig.Process("", cfg); err != nil {
 		return nil, fmt.Errorf("reading the configuration of function %s: %w", fn.Name, err)
@@ -84,7 +116,7 @@ func Run(ctx context.Context, fn *Function) error {
 	if err != nil {
 		return err
 	}
-	fnConfig, err := LoadConfig(fn, cfg.ControllerManagerConfig)
+	fnConfig, err := LoadConfig(fn, ComponentConfigs{ControllerManager: cfg.ControllerManagerConfig, ResourceManager: cfg.ResourceManagerConfig})
 	if err != nil {
 		return err
 	}
@@ -93,17 +125,43 @@ func Run(ctx context.Context, fn *Function) error {
 		return err
 	}
 	if slices.Contains(fn.Clusters(), Target) {
-		if env.TargetConfig, err = process.TargetRESTConfig(); err != nil {
+		if err := targetEnv(&env, process, cfg); err != nil {
 			return fmt.Errorf("function %s works on a target cluster: %w", fn.Name, err)
-		}
-		if env.Target, err = kube.NewClient(env.TargetConfig, scheme.Gardener); err != nil {
-			return err
 		}
 	}
 	server, err := NewServer(fn, env, cfg.Options())
 	if err != nil {
 		return err
 	}
-	process.Log.Info("configured", "config", fnConfig)
+	process.Log.Info("configured", "config", fnConfig, "mode", server.Mode())
 	return process.Serve(ctx, server, bootstrap.ServeOptions{})
+}
+
+// targetEnv sets up the Target of env in the mode the configuration asks for: per seed with
+// MULTI_TENANT, single-target with TARGET_KUBECONFIG, else seed mode (the Source is the Target).
+func targetEnv(env *Env, process *bootstrap.Process, cfg Config) error {
+	var err error
+	switch {
+	case cfg.MultiTenant:
+		if cfg.TargetKubeconfig != "" {
+			return fmt.Errorf("MULTI_TENANT serves every shoot of the seed; TARGET_KUBECONFIG names one target: set one of them")
+		}
+		env.TenantPrefix = cfg.TenantPrefix
+		env.Tenants, err = clients.New(clients.Options{
+			Seed: env.Source, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret,
+			SharedMapper: env.Source.RESTMapper(), Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL,
+			Log: process.Log, ConfigureREST: process.Requests.Instrument,
+		})
+		return err
+	case cfg.TargetKubeconfig != "":
+		if env.TargetConfig, err = process.TargetRESTConfig(); err != nil {
+			return err
+		}
+		env.Target, err = kube.NewClient(env.TargetConfig, scheme.Gardener)
+		return err
+	default:
+		// Seed mode: Helm and the like get the Source's configuration as the Target's.
+		env.TargetConfig, err = process.SourceRESTConfig()
+		return err
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,10 +17,14 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 // Options tune how the runtime serves events; Config fills them from the environment.
@@ -48,6 +53,11 @@ type Env struct {
 	// TargetConfig is the Target cluster's REST configuration, handed to reconcilers as
 	// Deps.Target.Config (for Helm); optional.
 	TargetConfig *rest.Config
+	// Tenants, when set, serves the function per seed (PerSeed): the Target of each reconcile is
+	// the cluster of its tenant, a namespace starting with TenantPrefix (tenant.DefaultPrefix
+	// when empty). Without Tenants and Target, the Source is the Target (SeedMode).
+	Tenants      *clients.Clients
+	TenantPrefix string
 }
 
 // maxEventBytes bounds an event's body: etcd stores objects of at most 1.5 MiB.
@@ -66,6 +76,8 @@ type Server struct {
 	running map[string]*sync.Mutex
 	// config is the function's loaded Config, for the sweeps' Off.
 	config any
+	// targets is how the Target is reached; nil for functions without one.
+	targets *targets
 }
 
 // NewServer validates fn and builds its reconcilers.
@@ -81,17 +93,14 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		config:  env.Config,
 	}
 	deps := Deps{
-		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source)},
+		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source), Mapper: staticMapper(env.Source)},
 		Clock:  env.Clock, Config: env.Config, Registry: env.Registry,
 	}
-	for _, c := range fn.Clusters() {
-		if c == Target {
-			if env.Target == nil {
-				return nil, fmt.Errorf("function %s works on the target cluster, but no target client is configured", fn.Name)
-			}
-			s.live[Target] = env.Target
-			deps.Target = ClusterClient{Reader: env.Target, Writer: NewWriter(env.Target), Config: env.TargetConfig}
-		}
+	if slices.Contains(fn.Clusters(), Target) {
+		s.targets = newTargets(env)
+		s.live[Target] = s.targets.client
+		deps.Mode = s.targets.mode
+		deps.Target = ClusterClient{Reader: s.targets.client, Writer: NewWriter(s.targets.client), Mapper: s.targets.mapper, Config: env.TargetConfig}
 	}
 	for _, r := range fn.Reconcilers {
 		component := fn.Name + "-controller"
@@ -111,6 +120,14 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		s.running[sw.Name] = &sync.Mutex{}
 	}
 	return s, nil
+}
+
+// Mode is how the function reaches its Target; empty for functions without one.
+func (s *Server) Mode() Mode {
+	if s.targets == nil {
+		return ""
+	}
+	return s.targets.mode
 }
 
 // ServeHTTP receives one CloudEvent (binary or structured mode) and answers it deterministically:
@@ -222,8 +239,17 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	watched := false
 	var transient, terminal []error
 	reconciled := map[string]map[Key]bool{}
+	mapCtx := ctx
+	if ev.Tenant != "" {
+		if s.targets == nil || s.targets.mode != PerSeed {
+			return rejected("event of tenant %s, but function %s does not serve tenants", ev.Tenant, s.fn.Name)
+		}
+		mapCtx = tenant.With(ctx, ev.Tenant)
+	} else if ev.Cluster == Target && s.targets != nil && s.targets.mode == PerSeed {
+		return rejected("a target event names no tenant, and function %s serves only tenants", s.fn.Name)
+	}
 	for _, w := range s.fn.Watches {
-		if w.Kind.GroupKind() != ev.Kind.GroupKind() || clusterOrSource(w.Cluster) != ev.Cluster {
+		if w.Kind.GroupKind() != ev.Kind.GroupKind() || s.clusterOf(w.Cluster) != s.clusterOf(ev.Cluster) {
 			continue
 		}
 		watched = true
@@ -247,7 +273,7 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 		keys := []Key{ev.Key}
 		if w.Map != nil {
 			var err error
-			keys, err = safely(func() ([]Key, error) { return w.Map(ctx, s.live[ev.Cluster], ev) })
+			keys, err = safely(func() ([]Key, error) { return w.Map(mapCtx, s.live[s.clusterOf(ev.Cluster)], ev) })
 			if err != nil {
 				if isTerminal(err) {
 					terminal = append(terminal, fmt.Errorf("mapping %s %s for %s: %w", ev.Kind.Kind, ev.Key, w.Reconciler, err))
@@ -266,7 +292,7 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 				reconciled[w.Reconciler] = map[Key]bool{}
 			}
 			reconciled[w.Reconciler][key] = true
-			err := s.reconcile(ctx, r, Request{Key: key, Reader: s.live[clusterOrSource(r.Cluster)], Trigger: ByEvent})
+			err := s.reconcileLive(ctx, r, key, ev.Tenant)
 			switch {
 			case err == nil:
 			case apierrors.IsNotFound(err) && isTerminalFor(err, r, key):
@@ -294,6 +320,27 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	return nil
 }
 
+// reconcileLive reconciles one key of an event from live state, for its tenant.
+func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from tenant.Name) error {
+	tn, err := s.targets.tenantOf(r, key, from)
+	if err == nil {
+		ctx, err = s.targets.reach(ctx, tn)
+	}
+	if err != nil {
+		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)
+	}
+	return s.reconcile(ctx, r, Request{Key: key, Tenant: tn, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent})
+}
+
+// clusterOf is where a declared cluster is: the Source for the Target too in seed mode.
+func (s *Server) clusterOf(c Cluster) Cluster {
+	c = clusterOrSource(c)
+	if c == Target && s.targets != nil && s.targets.mode == SeedMode {
+		return Source
+	}
+	return c
+}
+
 // reconcile reconciles one key; a write conflict (or a create that finds the object) means the
 // read was stale, so the key is reconciled again from live state, a bounded number of times.
 func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error {
@@ -306,7 +353,7 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 		if !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) || attempt >= s.opts.ConflictRetries {
 			break
 		}
-		req.Reader = s.live[clusterOrSource(r.Cluster)]
+		req.Reader, req.Target = s.live[s.clusterOf(r.Cluster)], s.live[Target]
 	}
 	s.metrics.reconcile.WithLabelValues(r.Name, string(req.Trigger), result(err)).Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -329,7 +376,7 @@ func (t *terminalError) Unwrap() error { return t.err }
 func isTerminal(err error) bool {
 	var t *terminalError
 	return errors.As(err, &t) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) ||
-		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err) || clients.IsUnknownTenant(err)
 }
 
 // isTerminalFor is isTerminal, plus a NotFound of the reconciled object itself: it is gone and
@@ -371,6 +418,11 @@ func safely[T any](f func() (T, error)) (result T, err error) {
 		}
 	}()
 	return f()
+}
+
+// staticMapper is the Mapper of a cluster reached by one client.
+func staticMapper(c client.Client) func(context.Context) (meta.RESTMapper, error) {
+	return func(context.Context) (meta.RESTMapper, error) { return c.RESTMapper(), nil }
 }
 
 // newConfig returns a fresh zero value of the type the declaration's Config points to.

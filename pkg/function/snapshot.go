@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -250,6 +251,20 @@ func assign(obj client.Object, item client.Object) error {
 		gvk := pom.GroupVersionKind()
 		item.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta).DeepCopyInto(&pom.ObjectMeta)
 		pom.SetGroupVersionKind(gvk)
+		return nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// A reconciler that reads any kind (e.g. a ManagedResource's objects) reads unstructured.
+		if _, isPartial := item.(*metav1.PartialObjectMetadata); isPartial {
+			return fmt.Errorf("the sweep listed %s metadata-only, it cannot be read in full: list it in full", item.GetObjectKind().GroupVersionKind().Kind)
+		}
+		gvk := u.GroupVersionKind()
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(item)
+		if err != nil {
+			return err
+		}
+		u.SetUnstructuredContent(content)
+		u.SetGroupVersionKind(gvk)
 		return nil
 	}
 	target, source := reflect.ValueOf(obj), reflect.ValueOf(item.DeepCopyObject())

@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,11 +10,23 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
+
+// tenantSweepConcurrency bounds how many tenants a per-seed sweep works on at once: each holds
+// its own snapshot.
+const tenantSweepConcurrency = 4
 
 // Sweep runs the named sweep: one paginated LIST of each related kind, held for the reconciles'
 // reads, then the primary kind streamed page by page, every key of a page reconciled against
 // the snapshot, a bounded number at a time.
+//
+// Per seed, a sweep that lists a Target kind runs once per tenant (the seed's Clusters, one
+// metadata-only LIST): its Source lists of namespaced kinds are confined to the tenant's
+// namespace and its Target lists read the tenant's cluster, so it costs a constant number of
+// LISTs per tenant and kind. Other sweeps run once, each key for the tenant of its namespace.
 //
 // Only one run per sweep name is in progress at a time; a tick that arrives meanwhile is
 // acknowledged and coalesced (the running sweep sees everything it would have). A key that
@@ -37,32 +50,126 @@ func (s *Server) Sweep(ctx context.Context, name string) (err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SweepTimeout)
 	defer cancel()
+	var result sweepResult
+	if s.targets != nil && s.targets.mode == PerSeed && listsTarget(sweep) {
+		result, err = s.sweepTenants(ctx, sweep)
+	} else {
+		result, err = s.sweepOnce(ctx, sweep, "")
+	}
+	duration := time.Since(start)
+	s.metrics.swept.WithLabelValues(name).Set(float64(result.objects))
+	if err != nil {
+		s.metrics.sweeps.WithLabelValues(name, "list-failed").Observe(duration.Seconds())
+		return fmt.Errorf("sweep %s: %w", name, err)
+	}
+	s.metrics.sweeps.WithLabelValues(name, "done").Observe(duration.Seconds())
+	s.log.Info("sweep done", "sweep", name, "objects", result.objects, "failed", result.failed, "tenants", result.tenants, "duration", duration)
+	return nil
+}
+
+type sweepResult struct{ objects, failed, tenants int }
+
+func (r *sweepResult) add(o sweepResult) {
+	r.objects += o.objects
+	r.failed += o.failed
+	r.tenants += o.tenants
+}
+
+func listsTarget(sweep Sweep) bool {
+	for _, l := range append([]List{sweep.Primary}, sweep.Related...) {
+		if clusterOrSource(l.Cluster) == Target {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepTenants runs the sweep once per tenant of the seed, a few tenants at a time. A tenant
+// that cannot be reached is counted and skipped (the next tick tries it again); a failed LIST of
+// one tenant fails the sweep after every tenant had its turn.
+func (s *Server) sweepTenants(ctx context.Context, sweep Sweep) (sweepResult, error) {
+	tenants, err := clients.Discover(ctx, s.live[Source], s.targets.prefix, s.opts.ListPageSize)
+	if err != nil {
+		return sweepResult{}, err
+	}
+	var (
+		mu     sync.Mutex
+		total  sweepResult
+		failed []error
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, tenantSweepConcurrency)
+	)
+	for _, tn := range tenants {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			tctx, err := s.targets.reach(ctx, tn)
+			if err != nil {
+				failure := "transient"
+				if isTerminal(err) {
+					failure = "terminal"
+				}
+				s.metrics.keyFailures.WithLabelValues(sweep.Name, failure).Inc()
+				s.log.Warn("sweep: tenant skipped", "sweep", sweep.Name, "tenant", tn, "error", err)
+				return
+			}
+			result, err := s.sweepOnce(tctx, sweep, tn)
+			result.tenants = 1
+			mu.Lock()
+			defer mu.Unlock()
+			total.add(result)
+			if err != nil {
+				failed = append(failed, fmt.Errorf("tenant %s: %w", tn, err))
+			}
+		}()
+	}
+	wg.Wait()
+	return total, errors.Join(failed...)
+}
+
+// sweepOnce runs the sweep over one tenant (tn, with ctx already for it), or over everything
+// (tn empty).
+func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sweepResult, error) {
 	r, _ := s.fn.Reconciler(sweep.Reconciler)
-	snap := &snapshot{live: s.live[clusterOrSource(r.Cluster)], scheme: s.live[Source].Scheme(), related: map[schema.GroupKind]*listed{}}
+	snaps := map[Cluster]*snapshot{}
+	snap := func(c Cluster) *snapshot {
+		c = s.clusterOf(c)
+		if snaps[c] == nil {
+			snaps[c] = &snapshot{live: s.live[c], scheme: s.live[Source].Scheme(), related: map[schema.GroupKind]*listed{}}
+		}
+		return snaps[c]
+	}
 	for _, l := range sweep.Related {
+		l = s.forTenant(l, tn)
 		held := newListed(l, 0)
-		if err := listPages(ctx, s.live[clusterOrSource(l.Cluster)], snap.scheme, l, s.opts.ListPageSize, func(items []client.Object) error {
+		if err := listPages(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize, func(items []client.Object) error {
 			for _, item := range items {
 				held.add(item)
 			}
 			return nil
 		}); err != nil {
-			s.metrics.sweeps.WithLabelValues(name, "list-failed").Observe(time.Since(start).Seconds())
-			return fmt.Errorf("sweep %s: %w", name, err)
+			return sweepResult{}, err
 		}
-		snap.related[l.Kind.GroupKind()] = held
+		snap(l.Cluster).related[l.Kind.GroupKind()] = held
+	}
+	reader := snap(r.Cluster)
+	var target *snapshot
+	if s.targets != nil {
+		target = snap(Target)
 	}
 
 	var (
-		objects, failed int
-		mu              sync.Mutex
+		result sweepResult
+		mu     sync.Mutex
 	)
-	err = listPages(ctx, s.live[clusterOrSource(sweep.Primary.Cluster)], snap.scheme, sweep.Primary, s.opts.ListPageSize, func(items []client.Object) error {
-		page := newListed(sweep.Primary, len(items))
+	primary := s.forTenant(sweep.Primary, tn)
+	err := listPages(ctx, s.live[s.clusterOf(primary.Cluster)], s.live[Source].Scheme(), primary, s.opts.ListPageSize, func(items []client.Object) error {
+		page := newListed(primary, len(items))
 		for _, item := range items {
 			page.add(item)
 		}
-		snap.primary = page
+		snap(primary.Cluster).primary = page
 		var wg sync.WaitGroup
 		slots := make(chan struct{}, max(1, s.opts.SweepConcurrency))
 		for _, key := range page.order {
@@ -70,35 +177,52 @@ func (s *Server) Sweep(ctx context.Context, name string) (err error) {
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				err := s.reconcile(ctx, r, Request{Key: key, Reader: snap, Trigger: BySweep, Sweep: name})
+				err := s.reconcileSwept(ctx, sweep.Name, r, key, tn, reader, target)
 				mu.Lock()
 				defer mu.Unlock()
-				objects++
+				result.objects++
 				switch {
 				case err == nil:
 				case apierrors.IsNotFound(err) && isTerminalFor(err, r, key):
 					// Deleted since the list was read: nothing to converge.
 				case isTerminalFor(err, r, key):
-					failed++
-					s.metrics.keyFailures.WithLabelValues(name, "terminal").Inc()
-					s.log.Warn("sweep: key failed terminally", "sweep", name, "object", key, "error", err)
+					result.failed++
+					s.metrics.keyFailures.WithLabelValues(sweep.Name, "terminal").Inc()
+					s.log.Warn("sweep: key failed terminally", "sweep", sweep.Name, "object", key, "error", err)
 				default:
-					failed++
-					s.metrics.keyFailures.WithLabelValues(name, "transient").Inc()
-					s.log.Warn("sweep: key failed, the next tick retries it", "sweep", name, "object", key, "error", err)
+					result.failed++
+					s.metrics.keyFailures.WithLabelValues(sweep.Name, "transient").Inc()
+					s.log.Warn("sweep: key failed, the next tick retries it", "sweep", sweep.Name, "object", key, "error", err)
 				}
 			}()
 		}
 		wg.Wait()
 		return ctx.Err()
 	})
-	duration := time.Since(start)
-	s.metrics.swept.WithLabelValues(name).Set(float64(objects))
-	if err != nil {
-		s.metrics.sweeps.WithLabelValues(name, "list-failed").Observe(duration.Seconds())
-		return fmt.Errorf("sweep %s: %w", name, err)
+	return result, err
+}
+
+// reconcileSwept reconciles one key of a sweep against its snapshots. A sweep over one tenant
+// reconciles for that tenant; a sweep over everything, for the tenant of each key.
+func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler, key Key, tn tenant.Name, reader, target *snapshot) error {
+	owner, err := s.targets.tenantOf(r, key, tn)
+	if err == nil && tn == "" {
+		ctx, err = s.targets.reach(ctx, owner)
 	}
-	s.metrics.sweeps.WithLabelValues(name, "done").Observe(duration.Seconds())
-	s.log.Info("sweep done", "sweep", name, "objects", objects, "failed", failed, "duration", duration)
-	return nil
+	if err != nil {
+		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)
+	}
+	req := Request{Key: key, Tenant: owner, Reader: reader, Trigger: BySweep, Sweep: sweep}
+	if target != nil {
+		req.Target = target
+	}
+	return s.reconcile(ctx, r, req)
+}
+
+// forTenant confines a Source list of a namespaced kind to the tenant's namespace.
+func (s *Server) forTenant(l List, tn tenant.Name) List {
+	if tn != "" && clusterOrSource(l.Cluster) == Source && l.Kind.Namespaced && l.Namespace == "" {
+		l.Namespace = string(tn)
+	}
+	return l
 }

@@ -7,14 +7,18 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
 	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// Gardener knows the built-in Kubernetes kinds and the Gardener kinds the functions use.
+// Gardener knows the built-in Kubernetes kinds (CustomResourceDefinitions included) and the
+// Gardener kinds the functions use.
 var Gardener = runtime.NewScheme()
 
 func init() {
@@ -25,4 +29,8 @@ func init() {
 	utilruntime.Must(seedmanagementv1alpha1.AddToScheme(Gardener))
 	utilruntime.Must(operatorv1alpha1.AddToScheme(Gardener))
 	utilruntime.Must(extensionsv1alpha1.AddToScheme(Gardener))
+	utilruntime.Must(resourcesv1alpha1.AddToScheme(Gardener))
+	// Health checks read CustomResourceDefinitions typed.
+	utilruntime.Must(apiextensionsv1.AddToScheme(Gardener))
+	utilruntime.Must(apiextensionsv1beta1.AddToScheme(Gardener))
 }

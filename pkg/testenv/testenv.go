@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	shipped "github.com/gardener-knative/gardener-knative/pkg/crds"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
@@ -143,6 +144,8 @@ func StartWith(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The CRDs config/ ships are installed as config/ ships them.
+	crds = append(crds, shipped.All()...)
 	env := &envtest.Environment{
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: append(crds, opts.CRDs...)},
 		ErrorIfCRDPathMissing: true,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 // Config is the webhook server's configuration, read from the environment (see
@@ -42,17 +43,9 @@ type Config struct {
 // Tenancy configures the multi-tenant mode: one server per seed for the seed and every shoot
 // control plane on it (docs/webhooks.md).
 type Tenancy struct {
-	// MultiTenant also serves every webhook at /<shoot control-plane namespace>/<path>, for the
-	// shoot whose access Secrets that namespace holds.
-	MultiTenant bool `envconfig:"MULTI_TENANT"`
-	// TenantPrefix is what tenant namespaces start with.
-	TenantPrefix string `envconfig:"TENANT_PREFIX" default:"shoot--"`
-	// TenantAccessSecret is the Secret in a tenant's namespace whose token reaches its
-	// kube-apiserver.
-	TenantAccessSecret string `envconfig:"TENANT_ACCESS_SECRET" default:"shoot-access-gardener-resource-manager"`
-	// TenantCacheSize and TenantCacheTTL bound the tenants' clients kept.
-	TenantCacheSize int           `envconfig:"TENANT_CACHE_SIZE" default:"1000"`
-	TenantCacheTTL  time.Duration `envconfig:"TENANT_CACHE_TTL" default:"10m"`
+	// MULTI_TENANT also serves every webhook at /<shoot control-plane namespace>/<path>, for the
+	// shoot whose access Secrets that namespace holds; the same settings as the functions'.
+	clients.Config
 	// ClientCAFile authenticates the callers of tenant paths by client certificate.
 	ClientCAFile string `envconfig:"CLIENT_CA_FILE"`
 }
@@ -72,10 +65,14 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		return err
 	}
 	log := process.Log
-	rmConfig, err := componentconfig.ResourceManager(cfg.ResourceManagerConfig)
+	rmFile, err := componentconfig.ResourceManager(cfg.ResourceManagerConfig)
 	if err != nil {
 		return err
 	}
+	for _, unknown := range rmFile.Unknown {
+		log.Warn("component configuration: field ignored", "file", cfg.ResourceManagerConfig, "error", unknown)
+	}
+	rmConfig := rmFile.ResourceManagerConfiguration
 	selected, err := Select(all, cfg.Webhooks, rmConfig)
 	if err != nil {
 		return err
@@ -89,15 +86,15 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
-	var target client.Reader = source
+	var target client.Client = source
 	if cfg.TargetKubeconfig != "" {
 		if target, err = process.TargetClient(kubernetesscheme.Scheme, bootstrap.Unthrottled); err != nil {
 			return fmt.Errorf("target cluster: %w", err)
 		}
 	}
-	var tenants *TenantClients
+	var tenants *clients.Clients
 	if cfg.MultiTenant {
-		if tenants, err = NewTenantClients(TenantClientsOptions{
+		if tenants, err = clients.New(clients.Options{
 			Seed: source, Scheme: kubernetesscheme.Scheme, AccessSecret: cfg.TenantAccessSecret,
 			// Kubernetes' own kinds map alike in every cluster: the seed's discovery serves all
 			// tenants, which cuts a tenant's memory by an order of magnitude.
@@ -107,7 +104,7 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		}); err != nil {
 			return fmt.Errorf("tenant clients: %w", err)
 		}
-		target = NewRoutingReader(target, tenants)
+		target = clients.NewRouting(target, tenants)
 	}
 	deps := Deps{Source: source, Target: target, Config: rmConfig, Clock: clock.RealClock{}, Log: log}
 	var webhooks []Webhook

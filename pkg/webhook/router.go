@@ -8,7 +8,8 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,7 @@ type routedWebhook struct {
 // request's context.
 type tenantRouter struct {
 	webhooks     map[string]routedWebhook
-	tenants      *TenantClients
+	tenants      *clients.Clients
 	prefix       string
 	authenticate bool
 	metrics      *serverMetrics
@@ -50,7 +51,7 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Resolving the tenant first gives an unknown tenant the same clear answer from every
 	// webhook, also from those that never read the tenant's cluster. Transient errors are left
 	// to the webhooks that read it (they fail as they would for an unreachable target).
-	if _, err := tr.tenants.Client(ctx, t); IsUnknownTenant(err) {
+	if _, err := tr.tenants.Client(ctx, t); clients.IsUnknownTenant(err) {
 		tr.metrics.unknownTenants.WithLabelValues(wh.Name, "unknown-tenant").Inc()
 		if wh.authorization {
 			answerAuthorizationError(w, r, err)

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	"github.com/gardener-knative/gardener-knative/pkg/serve"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 // ServeOptions say how to serve.
@@ -33,8 +35,8 @@ type ServeOptions struct {
 	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
 	// /<tenant>/<path> for the shoot control-plane namespaces of the seed, with the tenant in
 	// the request's context (see tenant.From); Tenants tells which tenants are known.
-	Tenants *TenantClients
-	// TenantPrefix is what a tenant's name starts with (DefaultTenantPrefix when empty).
+	Tenants *clients.Clients
+	// TenantPrefix is what a tenant's name starts with (tenant.DefaultPrefix when empty).
 	TenantPrefix string
 	// ClientCAFile, when set, authenticates the callers of tenant paths: they must present a
 	// client certificate signed by this CA whose common name or one of whose organizations is
@@ -116,7 +118,7 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 	if opts.Tenants != nil {
 		router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, prefix: opts.TenantPrefix, authenticate: opts.ClientCAFile != "", metrics: metrics, log: log}
 		if router.prefix == "" {
-			router.prefix = DefaultTenantPrefix
+			router.prefix = tenant.DefaultPrefix
 		}
 		if opts.ClientCAFile != "" {
 			pem, err := os.ReadFile(opts.ClientCAFile)

@@ -4,15 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
-
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
-
-// DefaultTenantPrefix is how Gardener names shoot control-plane namespaces
-// (shoot--<project>--<shoot>): only such namespaces are tenants by default, so a path can never
-// make the server act for kube-system, garden or its own namespace.
-const DefaultTenantPrefix = "shoot--"
 
 // ParseTenantPath splits a request path of the form /<tenant>/<rest> into the tenant and
 // /<rest>. ok is false when the first segment is not a tenant: not a namespace name (a DNS-1123
@@ -23,7 +16,7 @@ func ParseTenantPath(path, prefix string) (t tenant.Name, rest string, ok bool) 
 		return "", "", false
 	}
 	first, rest, found := strings.Cut(path[1:], "/")
-	if !found || rest == "" || !strings.HasPrefix(first, prefix) || len(validation.IsDNS1123Label(first)) > 0 {
+	if !found || rest == "" || !tenant.Valid(first, prefix) {
 		return "", "", false
 	}
 	return tenant.Name(first), "/" + rest, true

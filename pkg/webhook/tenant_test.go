@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -22,22 +21,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestParseTenantPath(t *testing.T) {
@@ -62,7 +55,7 @@ func TestParseTenantPath(t *testing.T) {
 		{"/shoot--" + strings.Repeat("x", 60) + "/webhooks/x", "", "", false}, // longer than a namespace name
 		{"//webhooks/x", "", "", false},
 	} {
-		tenant, rest, ok := ParseTenantPath(tc.path, DefaultTenantPrefix)
+		tenant, rest, ok := ParseTenantPath(tc.path, tenant.DefaultPrefix)
 		assert.Equal(t, tc.ok, ok, tc.path)
 		assert.Equal(t, tc.tenant, tenant, tc.path)
 		assert.Equal(t, tc.rest, rest, tc.path)
@@ -77,21 +70,21 @@ func FuzzParseTenantPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
-		tenant, rest, ok := ParseTenantPath(path, DefaultTenantPrefix)
+		tn, rest, ok := ParseTenantPath(path, tenant.DefaultPrefix)
 		if !ok {
-			if tenant != "" || rest != "" {
-				t.Fatalf("%q: not a tenant path, yet tenant %q rest %q", path, tenant, rest)
+			if tn != "" || rest != "" {
+				t.Fatalf("%q: not a tenant path, yet tenant %q rest %q", path, tn, rest)
 			}
 			return
 		}
-		if !strings.HasPrefix(string(tenant), DefaultTenantPrefix) || len(validation.IsDNS1123Label(string(tenant))) > 0 {
-			t.Fatalf("%q: tenant %q is no namespace name with prefix %q", path, tenant, DefaultTenantPrefix)
+		if !strings.HasPrefix(string(tn), tenant.DefaultPrefix) || len(validation.IsDNS1123Label(string(tn))) > 0 {
+			t.Fatalf("%q: tenant %q is no namespace name with prefix %q", path, tn, tenant.DefaultPrefix)
 		}
 		if !strings.HasPrefix(rest, "/") || len(rest) < 2 {
 			t.Fatalf("%q: rest %q is no path", path, rest)
 		}
-		if "/"+string(tenant)+rest != path {
-			t.Fatalf("%q: tenant %q and rest %q do not make up the path", path, tenant, rest)
+		if "/"+string(tn)+rest != path {
+			t.Fatalf("%q: tenant %q and rest %q do not make up the path", path, tn, rest)
 		}
 	})
 }
@@ -101,144 +94,6 @@ func TestControlPlaneNamespace(t *testing.T) {
 	assert.Equal(t, &configured, ControlPlaneNamespace(context.Background(), &configured))
 	assert.Nil(t, ControlPlaneNamespace(context.Background(), nil))
 	assert.Equal(t, "shoot--p--s", *ControlPlaneNamespace(tenant.With(context.Background(), "shoot--p--s"), &configured))
-}
-
-// kubeconfigFor is a generic token kubeconfig as gardenlet writes it.
-func kubeconfigFor(t *testing.T, server string, ca []byte) []byte {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["shoot"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	kc.AuthInfos["shoot"] = &clientcmdapi.AuthInfo{TokenFile: "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/token"}
-	kc.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "shoot"}
-	kc.CurrentContext = "shoot"
-	data, err := clientcmd.Write(*kc)
-	require.NoError(t, err)
-	return data
-}
-
-func TestTenantRESTConfig(t *testing.T) {
-	ca := []byte("-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n")
-	// The generic kubeconfig's server is the kube-apiserver Service, relative to the shoot's
-	// namespace: qualified with it, with the original name kept for TLS.
-	cfg, err := TenantRESTConfig("shoot--p--s", kubeconfigFor(t, "https://kube-apiserver", ca), "token")
-	require.NoError(t, err)
-	assert.Equal(t, "https://kube-apiserver.shoot--p--s.svc", cfg.Host)
-	assert.Equal(t, "kube-apiserver", cfg.ServerName)
-	assert.Equal(t, "token", cfg.BearerToken)
-	assert.Equal(t, ca, cfg.CAData)
-	assert.Empty(t, cfg.BearerTokenFile, "the token file exists only in the shoot's pods")
-
-	cfg, err = TenantRESTConfig("shoot--p--s", kubeconfigFor(t, "https://kube-apiserver:443", ca), "token")
-	require.NoError(t, err)
-	assert.Equal(t, "https://kube-apiserver.shoot--p--s.svc:443", cfg.Host)
-
-	// Istio TLS termination: the external address stays as it is.
-	cfg, err = TenantRESTConfig("shoot--p--s", kubeconfigFor(t, "https://api.s.p.example.com", ca), "token")
-	require.NoError(t, err)
-	assert.Equal(t, "https://api.s.p.example.com", cfg.Host)
-	assert.Empty(t, cfg.ServerName)
-
-	for name, kubeconfig := range map[string][]byte{
-		"no CA":      kubeconfigFor(t, "https://kube-apiserver", nil),
-		"plain HTTP": kubeconfigFor(t, "http://kube-apiserver", ca),
-		"empty":      nil,
-		"garbage":    []byte("{"),
-	} {
-		_, err := TenantRESTConfig("shoot--p--s", kubeconfig, "token")
-		assert.Error(t, err, name)
-	}
-}
-
-// seedReader is the seed's Clusters and Secrets for TenantClients, counting reads.
-type seedReader struct {
-	objects map[client.ObjectKey]client.Object
-	reads   int
-	fail    error
-}
-
-func (s *seedReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	s.reads++
-	if s.fail != nil {
-		return s.fail
-	}
-	stored, ok := s.objects[key]
-	if !ok {
-		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
-	}
-	switch o := obj.(type) {
-	case *metav1.PartialObjectMetadata:
-		u := stored.(*unstructured.Unstructured)
-		o.ObjectMeta = metav1.ObjectMeta{Name: u.GetName(), Annotations: u.GetAnnotations()}
-	case *corev1.Secret:
-		*o = *stored.(*corev1.Secret).DeepCopy()
-	default:
-		return fmt.Errorf("unexpected %T", obj)
-	}
-	return nil
-}
-
-func (s *seedReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return fmt.Errorf("the seed is never listed")
-}
-
-// enrolled is a seed that holds access for the tenants, with their kube-apiserver at server.
-func enrolled(t *testing.T, server string, tenants ...tenant.Name) *seedReader {
-	s := &seedReader{objects: map[client.ObjectKey]client.Object{}}
-	for _, tenant := range tenants {
-		ns := string(tenant)
-		cluster := &unstructured.Unstructured{}
-		cluster.SetName(ns)
-		cluster.SetAnnotations(map[string]string{"generic-token-kubeconfig.secret.gardener.cloud/name": "generic-token-kubeconfig-1"})
-		s.objects[client.ObjectKey{Name: ns}] = cluster
-		s.objects[client.ObjectKey{Namespace: ns, Name: "generic-token-kubeconfig-1"}] = &corev1.Secret{Data: map[string][]byte{"kubeconfig": kubeconfigFor(t, server, newPKI(t).pem)}}
-		s.objects[client.ObjectKey{Namespace: ns, Name: DefaultTenantAccessSecret}] = &corev1.Secret{Data: map[string][]byte{"token": []byte("token-of-" + ns)}}
-	}
-	return s
-}
-
-func TestTenantClientsCacheAndUnknownTenants(t *testing.T) {
-	ctx := context.Background()
-	seed := enrolled(t, "https://127.0.0.1:1", "shoot--p--a", "shoot--p--b")
-	tenants, err := NewTenantClients(TenantClientsOptions{Seed: seed, Scheme: kubernetesscheme.Scheme, Size: 1})
-	require.NoError(t, err)
-
-	a, err := tenants.Client(ctx, "shoot--p--a")
-	require.NoError(t, err)
-	again, err := tenants.Client(ctx, "shoot--p--a")
-	require.NoError(t, err)
-	assert.Same(t, a, again, "a warm tenant reuses its client")
-	assert.Equal(t, 3, seed.reads, "Cluster, kubeconfig and access Secret, once")
-
-	b, err := tenants.Client(ctx, "shoot--p--b")
-	require.NoError(t, err)
-	assert.NotSame(t, a, b)
-	assert.Equal(t, 1, tenants.Len(), "the cache is bounded: A was evicted for B")
-
-	_, err = tenants.Client(ctx, "shoot--p--unknown")
-	assert.True(t, IsUnknownTenant(err), "%v", err)
-	delete(seed.objects, client.ObjectKey{Namespace: "shoot--p--b", Name: DefaultTenantAccessSecret})
-	tenants.Forget("shoot--p--b")
-	_, err = tenants.Client(ctx, "shoot--p--b")
-	assert.True(t, IsUnknownTenant(err), "no access Secret: %v", err)
-	reads := seed.reads
-	_, err = tenants.Client(ctx, "shoot--p--b")
-	assert.True(t, IsUnknownTenant(err))
-	assert.Equal(t, reads, seed.reads, "an unknown tenant is remembered for a while")
-
-	// A CA that does not parse is the tenant's misconfiguration, not a transient error.
-	seed.objects[client.ObjectKey{Namespace: "shoot--p--a", Name: "generic-token-kubeconfig-1"}] = &corev1.Secret{Data: map[string][]byte{"kubeconfig": kubeconfigFor(t, "https://127.0.0.1:1", []byte("not PEM"))}}
-	tenants.Forget("shoot--p--a")
-	_, err = tenants.Client(ctx, "shoot--p--a")
-	assert.True(t, IsUnknownTenant(err), "%v", err)
-
-	tenants.Forget("shoot--p--a")
-	seed.fail = apierrors.NewServiceUnavailable("seed down")
-	_, err = tenants.Client(ctx, "shoot--p--a")
-	assert.Error(t, err)
-	assert.False(t, IsUnknownTenant(err), "an unreachable seed is transient, not an unknown tenant")
-
-	err = NewRoutingReader(nil, nil).Get(tenant.With(ctx, "shoot--p--a"), client.ObjectKey{Name: "x"}, &corev1.Secret{})
-	assert.True(t, IsUnknownTenant(err), "a single-tenant server knows no tenants: %v", err)
 }
 
 // pki is a CA that signs the server's and the callers' certificates.
@@ -293,7 +148,7 @@ func TestServeRoutesAndAuthenticatesTenants(t *testing.T) {
 	echo := Webhook{Name: "echo", Path: "/webhooks/echo", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "tenant="+string(tenant.From(r.Context())))
 	})}
-	tenants, err := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1", "shoot--p--a", "shoot--p--b"), Scheme: kubernetesscheme.Scheme})
+	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(t, "https://127.0.0.1:1", newPKI(t).pem, "shoot--p--a", "shoot--p--b"), Scheme: kubernetesscheme.Scheme})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -353,7 +208,7 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 	called := false
 	admissionWebhook := Webhook{Name: "admit", Path: "/webhooks/admit", Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })}
 	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
-	tenants, err := NewTenantClients(TenantClientsOptions{Seed: enrolled(t, "https://127.0.0.1:1"), Scheme: kubernetesscheme.Scheme})
+	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(t, "https://127.0.0.1:1", nil), Scheme: kubernetesscheme.Scheme})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -223,8 +223,9 @@ func mustMarshal(t *testing.T, v any) []byte {
 // mutates them, and leaves those fields as they were.
 func TestEveryMutatingWebhookKeepsFieldsTheTypesDoNotKnow(t *testing.T) {
 	const namespace = "garden"
-	cfg, err := componentconfig.ResourceManager("")
+	file, err := componentconfig.ResourceManager("")
 	require.NoError(t, err)
+	cfg := file.ResourceManagerConfiguration
 	cfg.Webhooks.KubernetesServiceHost.Host = "api.example.com"
 	cfg.Webhooks.SystemComponentsConfig = rmv1alpha1.SystemComponentsConfigWebhookConfig{
 		Enabled:         true,

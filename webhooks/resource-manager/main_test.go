@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -41,8 +42,10 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 	require.NotEmpty(t, rmConfig, "config/ ships no grm-webhooks-config")
 	file := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(rmConfig), 0o600))
-	cfg, err := componentconfig.ResourceManager(file)
-	require.NoError(t, err, "the shipped ResourceManagerConfiguration must decode strictly")
+	rm, err := componentconfig.ResourceManager(file)
+	require.NoError(t, err)
+	require.Empty(t, rm.Unknown, "the shipped ResourceManagerConfiguration sets only fields Gardener's type knows")
+	cfg := rm.ResourceManagerConfiguration
 	reader := fake.NewClientBuilder().Build()
 	deps := webhook.Deps{Source: reader, Target: reader, Config: cfg, Log: webhooktest.Log}
 
@@ -83,7 +86,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 		require.NoError(t, err)
 		service := strings.Split(u.Hostname(), ".")[0]
 		path := u.Path
-		if _, rest, ok := webhook.ParseTenantPath(path, webhook.DefaultTenantPrefix); ok {
+		if _, rest, ok := webhook.ParseTenantPath(path, tenant.DefaultPrefix); ok {
 			path = rest // a shoot's registration addresses its tenant
 			assert.True(t, multiTenant[service], "%s: Service %s does not serve tenant paths (MULTI_TENANT)", name, service)
 		}

@@ -14,7 +14,7 @@ import (
 func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("SEED_NAME", "local")
 	t.Setenv("GARDENLET_FEATURE_GATES", "A:true,B:false")
-	loaded, err := function.LoadConfig(Function, "")
+	loaded, err := function.LoadConfig(Function, function.ComponentConfigs{})
 	require.NoError(t, err)
 	cfg := loaded.(*Config)
 	assert.Equal(t, &Config{

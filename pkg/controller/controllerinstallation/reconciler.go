@@ -86,10 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) (err e
 	}
 	// The seed's side is read from the sweep's snapshot during a sweep (it lists the release
 	// namespaces and records), live otherwise.
-	seedReader := r.Target.Reader
-	if req.Trigger == function.BySweep {
-		seedReader = req.Reader
-	}
+	seedReader := req.Target
 	var updates []conditionUpdate
 	defer func() {
 		if patchErr := r.patchConditions(ctx, ci, updates); patchErr != nil {

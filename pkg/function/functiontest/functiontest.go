@@ -38,6 +38,8 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
@@ -71,6 +73,7 @@ type settings struct {
 	opts       function.Options
 	now        time.Time
 	target     *testenv.Env
+	tenants    bool
 }
 
 // WithConfig serves the function with this configuration instead of LoadConfig's.
@@ -92,6 +95,12 @@ func At(now time.Time) Option { return func(s *settings) { s.now = now } }
 // the function's declaration.
 func WithTarget(env *testenv.Env) Option { return func(s *settings) { s.target = env } }
 
+// WithTenants serves the function per seed (function.PerSeed): env is the seed, and each
+// reconcile's Target is the cluster of its tenant, enrolled in the seed with testenv.Enroll. The
+// function reads the tenants' access in the seed with its own client (its RBAC, AsFunction).
+// TargetCounter counts its requests to every tenant.
+func WithTenants() Option { return func(s *settings) { s.tenants = true } }
+
 // New serves fn against env until the test ends.
 func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Option) *Harness {
 	t.Helper()
@@ -100,7 +109,7 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		o(&s)
 	}
 	if s.config == nil {
-		cfg, err := function.LoadConfig(fn, "")
+		cfg, err := function.LoadConfig(fn, function.ComponentConfigs{})
 		require.NoError(t, err)
 		s.config = cfg
 	}
@@ -123,6 +132,15 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		h.TargetCounter = kube.NewRequestCounter(prometheus.NewRegistry())
 		h.TargetCounter.Instrument(fnEnv.TargetConfig)
 		fnEnv.Target, err = kube.NewClient(fnEnv.TargetConfig, scheme.Gardener)
+		require.NoError(t, err)
+	}
+	if s.tenants {
+		require.Nil(t, s.target, "WithTenants and WithTarget are two modes: choose one")
+		h.TargetCounter = kube.NewRequestCounter(prometheus.NewRegistry())
+		fnEnv.Tenants, err = clients.New(clients.Options{
+			Seed: c, Scheme: scheme.Gardener, SharedMapper: c.RESTMapper(), Log: log,
+			ConfigureREST: h.TargetCounter.Instrument,
+		})
 		require.NoError(t, err)
 	}
 	h.Server, err = function.NewServer(fn, fnEnv, s.opts)
@@ -192,6 +210,26 @@ func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 	event.SetID(fmt.Sprintf("%s-%d", obj.GetName(), time.Now().UnixNano()))
 	event.SetExtension(function.ClusterExtension, string(function.Source))
 	return event
+}
+
+// TargetEvent builds the event the Target cluster's source sends about obj: with the tenant
+// extension of the multi-tenant event source when tn is set.
+func (h *Harness) TargetEvent(verb string, obj client.Object, tn tenant.Name) cloudevents.Event {
+	h.t.Helper()
+	event := h.Event(verb, obj)
+	event.SetSource(sources.APIServerSourceName(function.Target))
+	event.SetExtension(function.ClusterExtension, string(function.Target))
+	if tn != "" {
+		event.SetExtension(function.TenantExtension, string(tn))
+	}
+	return event
+}
+
+// SendTarget posts the Target event about obj and requires it to be acknowledged (200).
+func (h *Harness) SendTarget(verb string, obj client.Object, tn tenant.Name) {
+	h.t.Helper()
+	code, body := h.Post(h.TargetEvent(verb, obj, tn))
+	require.Equal(h.t, http.StatusOK, code, "target event %s %s %s: %s", verb, obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj), body)
 }
 
 // Send posts the event about obj and requires it to be acknowledged (200).
@@ -264,10 +302,13 @@ func (h *Harness) Measure(do func()) map[string]int {
 }
 
 // LoadConfig loads fn's configuration as the runtime does at start-up (the component
-// configuration named by CONTROLLER_MANAGER_CONFIG, then the environment) and builds every
+// configuration named by CONTROLLER_MANAGER_CONFIG or RESOURCE_MANAGER_CONFIG, then the
+// environment) and builds every
 // reconciler from it, so that a configuration the reconcilers refuse is an error here too.
 func LoadConfig[C any](fn *function.Function) (*C, error) {
-	cfg, err := function.LoadConfig(fn, os.Getenv("CONTROLLER_MANAGER_CONFIG"))
+	cfg, err := function.LoadConfig(fn, function.ComponentConfigs{
+		ControllerManager: os.Getenv("CONTROLLER_MANAGER_CONFIG"), ResourceManager: os.Getenv("RESOURCE_MANAGER_CONFIG"),
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"

@@ -35,8 +35,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

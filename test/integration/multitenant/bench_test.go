@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/stretchr/testify/require"
@@ -23,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
@@ -80,8 +81,8 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 	ctx := context.Background()
 	ensureBenchServiceAccount(b)
 	access := &corev1.Secret{}
-	require.NoError(b, seed.Client.Get(ctx, client.ObjectKey{Namespace: string(shootA.tenant), Name: webhook.DefaultTenantAccessSecret}, access))
-	kubeconfig, err := genericTokenKubeconfig("bench", shootA.env.Config)
+	require.NoError(b, seed.Client.Get(ctx, client.ObjectKey{Namespace: string(shootA.tenant), Name: clients.DefaultAccessSecret}, access))
+	kubeconfig, err := testenv.GenericTokenKubeconfig("bench", shootA.env.Config)
 	require.NoError(b, err)
 	names := make([]tenant.Name, count)
 	for i := range names {
@@ -98,7 +99,7 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 		for _, obj := range []client.Object{
 			cluster,
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "generic-token-kubeconfig-bench"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhook.DefaultTenantAccessSecret}, Data: access.Data},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clients.DefaultAccessSecret}, Data: access.Data},
 		} {
 			if err := seed.Client.Create(ctx, obj); client.IgnoreAlreadyExists(err) != nil {
 				b.Fatal(err)
@@ -112,15 +113,15 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var perTenant float64
 			for b.Loop() {
-				clients, err := webhook.NewTenantClients(webhook.TenantClientsOptions{Seed: seedReader, Scheme: kubernetesscheme.Scheme, SharedMapper: shared, ConfigureREST: bootstrap.Unthrottled})
+				tenantClients, err := clients.New(clients.Options{Seed: seedReader, Scheme: kubernetesscheme.Scheme, SharedMapper: shared, ConfigureREST: bootstrap.Unthrottled})
 				require.NoError(b, err)
 				before := liveHeap()
 				for _, t := range names {
 					sa := &corev1.ServiceAccount{}
-					require.NoError(b, webhook.NewRoutingReader(nil, clients).Get(tenant.With(ctx, t), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bench"}, sa))
+					require.NoError(b, clients.NewTenantsOnly(tenantClients, seedReader).Get(tenant.With(ctx, t), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bench"}, sa))
 				}
 				after := liveHeap()
-				runtime.KeepAlive(clients)
+				runtime.KeepAlive(tenantClients)
 				perTenant = float64(after-before) / count
 			}
 			b.ReportMetric(perTenant/1024, "KiB/tenant")

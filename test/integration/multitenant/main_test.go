@@ -21,22 +21,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,7 +53,7 @@ var (
 	shootA    = &shoot{tenant: "shoot--test--a"}
 	shootB    = &shoot{tenant: "shoot--test--b"}
 	serving   *envtest.WebhookInstallOptions
-	tenants   *webhook.TenantClients
+	tenants   *clients.Clients
 	serverReg = prometheus.NewRegistry()
 )
 
@@ -84,7 +77,7 @@ func run(m *testing.M) (int, error) {
 	defer func() { _ = serving.Cleanup() }()
 
 	var err error
-	if seed, err = testenv.StartWith(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{clusterCRD()}}); err != nil {
+	if seed, err = testenv.Start(); err != nil {
 		return 0, fmt.Errorf("seed control plane: %w", err)
 	}
 	defer func() { _ = seed.Stop() }()
@@ -110,7 +103,7 @@ func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, s := range []*shoot{shootA, shootB} {
-		if err := enrol(ctx, s.tenant, s.env); err != nil {
+		if err := seed.Enroll(ctx, s.tenant, s.env); err != nil {
 			return 0, fmt.Errorf("enrolling %s: %w", s.tenant, err)
 		}
 	}
@@ -131,89 +124,14 @@ func run(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// clusterCRD is extensions.gardener.cloud's Cluster, which testenv does not install: gardenlet
-// annotates it with the name of the namespace's generic token kubeconfig.
-func clusterCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "clusters.extensions.gardener.cloud"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "extensions.gardener.cloud", Scope: apiextensionsv1.ClusterScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "clusters", Singular: "cluster", Kind: "Cluster", ListKind: "ClusterList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1alpha1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
-			}},
-		},
-	}
-}
-
-// enrol does in the seed and the shoot what gardenlet does for a shoot's
-// gardener-resource-manager: the ServiceAccount kube-system/gardener-resource-manager in the
-// shoot, bound to cluster-admin; in the seed the control-plane namespace, the Cluster annotated
-// with the generic token kubeconfig's name, that kubeconfig (server and CA, a token file) and
-// the access Secret holding the ServiceAccount's token.
-func enrol(ctx context.Context, t tenant.Name, shootEnv *testenv.Env) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: v1beta1constants.DeploymentNameGardenerResourceManager}}
-	if err := shootEnv.Client.Create(ctx, sa); err != nil {
-		return err
-	}
-	if err := shootEnv.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "gardener.cloud:target:resource-manager"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
-	}); err != nil {
-		return err
-	}
-	tokenRequest := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(24 * 3600))}}
-	if err := shootEnv.Client.SubResource("token").Create(ctx, sa, tokenRequest); err != nil {
-		return fmt.Errorf("requesting a token: %w", err)
-	}
-
-	ns := string(t)
-	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return err
-	}
-	kubeconfigName := v1beta1constants.SecretNameGenericTokenKubeconfig + "-0123abcd"
-	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion("extensions.gardener.cloud/v1alpha1")
-	cluster.SetKind("Cluster")
-	cluster.SetName(ns)
-	cluster.SetAnnotations(map[string]string{v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName: kubeconfigName})
-	if err := seed.Client.Create(ctx, cluster); err != nil {
-		return err
-	}
-	kubeconfig, err := genericTokenKubeconfig(ns, shootEnv.Config)
-	if err != nil {
-		return err
-	}
-	if err := seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigName}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
-		return err
-	}
-	return seed.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhook.DefaultTenantAccessSecret},
-		Data:       map[string][]byte{"token": []byte(tokenRequest.Status.Token)},
-	})
-}
-
-// genericTokenKubeconfig is Gardener's generic token kubeconfig for a shoot: its kube-apiserver
-// with its CA, and a token file that only the shoot's pods mount.
-func genericTokenKubeconfig(contextName string, cfg *rest.Config) ([]byte, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[contextName] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[contextName] = &clientcmdapi.AuthInfo{TokenFile: "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/token"}
-	kc.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName}
-	kc.CurrentContext = contextName
-	return clientcmd.Write(*kc)
-}
-
 // startServer serves projected-token-mount and the node-agent authorizer in the multi-tenant
 // mode, over TLS with the certificate the shoots trust, as webhook.Run builds it.
 func startServer(ctx context.Context) (<-chan error, error) {
-	cfg, err := componentconfig.ResourceManager("")
+	file, err := componentconfig.ResourceManager("")
 	if err != nil {
 		return nil, err
 	}
+	cfg := file.ResourceManagerConfiguration
 	cfg.Webhooks.ProjectedTokenMount.Enabled = true
 	cfg.Webhooks.NodeAgentAuthorizer.Enabled = true
 	log := slog.New(slog.DiscardHandler)
@@ -224,13 +142,13 @@ func startServer(ctx context.Context) (<-chan error, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tenants, err = webhook.NewTenantClients(webhook.TenantClientsOptions{
+	if tenants, err = clients.New(clients.Options{
 		Seed: seedReader, Scheme: kubernetesscheme.Scheme, Log: log,
 		SharedMapper: seedReader.RESTMapper(), ConfigureREST: bootstrap.Unthrottled,
 	}); err != nil {
 		return nil, err
 	}
-	deps := webhook.Deps{Source: seedReader, Target: webhook.NewRoutingReader(seedReader, tenants), Config: cfg, Clock: testclock.NewFakeClock(time.Now()), Log: log}
+	deps := webhook.Deps{Source: seedReader, Target: clients.NewRouting(seedReader, tenants), Config: cfg, Clock: testclock.NewFakeClock(time.Now()), Log: log}
 	var webhooks []webhook.Webhook
 	for _, c := range []webhook.Constructor{projectedtokenmount.Webhook, nodeagentauthorizer.Webhook} {
 		wh, err := c.New(deps)
@@ -292,7 +210,7 @@ func installShootRegistrations(ctx context.Context, s *shoot) error {
 			if err != nil {
 				return err
 			}
-			_, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix)
+			_, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix)
 			if !ok {
 				return fmt.Errorf("%s: the url %s addresses no tenant", c.Name, *cc.URL)
 			}
@@ -328,7 +246,7 @@ func writeAuthorizationKubeconfig(t tenant.Name) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		_, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix)
+		_, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix)
 		if !ok || rest != authorizerPath {
 			return "", fmt.Errorf("the example's server %s is not the authorizer's tenant path", c.Server)
 		}

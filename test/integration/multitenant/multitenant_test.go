@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
@@ -188,7 +188,7 @@ func TestTenantClientsAreSeparate(t *testing.T) {
 	assert.NotSame(t, a, b)
 
 	// The routing reader of the webhooks reads the cluster of the ctx's tenant.
-	reader := webhook.NewRoutingReader(seed.Client, tenants)
+	reader := clients.NewRouting(seed.Client, tenants)
 	serviceAccount(t, shootB, "routed", true)
 	sa := &corev1.ServiceAccount{}
 	require.NoError(t, reader.Get(tenant.With(ctx, shootB.tenant), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "routed"}, sa))

@@ -31,7 +31,7 @@ import (
 // given ResourceQuota templates.
 func newMain(t *testing.T, quotas ...cmv1alpha1.QuotaConfiguration) *functiontest.Harness {
 	t.Helper()
-	cfg, err := function.LoadConfig(projectfn.Function, "")
+	cfg, err := function.LoadConfig(projectfn.Function, function.ComponentConfigs{})
 	require.NoError(t, err)
 	cfg.(*projectfn.Config).Quotas = quotas
 	return functiontest.New(t, env, projectfn.Function, functiontest.WithConfig(cfg), functiontest.AsFunction())
@@ -495,7 +495,7 @@ var mainOnly = &function.Function{
 
 // The no-op paths cost what docs/functions/project.md says.
 func TestRequestCost(t *testing.T) {
-	cfg, err := function.LoadConfig(mainOnly, "")
+	cfg, err := function.LoadConfig(mainOnly, function.ComponentConfigs{})
 	require.NoError(t, err)
 	h := functiontest.New(t, env, mainOnly, functiontest.WithConfig(cfg))
 	p := createProject(t, "quiet", func(p *gardencorev1beta1.Project) { p.Spec.Namespace = ptr.To("garden-quiet") })

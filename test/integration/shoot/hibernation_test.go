@@ -163,7 +163,7 @@ func TestHibernationTriggerDeadline(t *testing.T) {
 	enabled, _ := hibernated(t, s)
 	assert.Nil(t, enabled, "the boundary is older than the deadline")
 
-	cfg, err := function.LoadConfig(shoot.Function, "")
+	cfg, err := function.LoadConfig(shoot.Function, function.ComponentConfigs{})
 	require.NoError(t, err)
 	cfg.(*shoot.Config).TriggerDeadline = 0
 	g := functiontest.New(t, env, shoot.Function, functiontest.AsFunction(), functiontest.WithConfig(cfg), functiontest.At(late))

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
@@ -117,10 +118,11 @@ func run(m *testing.M) (int, error) {
 
 // startServer serves the registered webhooks over TLS with the certificate the target trusts.
 func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
-	cfg, err := componentconfig.ResourceManager("")
+	file, err := componentconfig.ResourceManager("")
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg := file.ResourceManagerConfiguration
 	for _, configure := range configurers {
 		configure(cfg)
 	}
@@ -197,7 +199,7 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		}
 		// config/shoot/ addresses a tenant of the multi-tenant server; this server is
 		// single-tenant, its target plays the shoot.
-		if _, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix); ok {
+		if _, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix); ok {
 			u.Path = rest
 		}
 		if !served[u.Path] {
@@ -287,7 +289,7 @@ func installRegistration(t *testing.T, file, suffix string, probe func(ctx conte
 			require.NoError(t, err)
 			// A shoot template addresses a tenant of the multi-tenant server; this one is
 			// single-tenant and its target plays the shoot.
-			if _, rest, ok := webhook.ParseTenantPath(u.Path, webhook.DefaultTenantPrefix); ok {
+			if _, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix); ok {
 				u.Path = rest
 			}
 			u.Host = servingAddr()

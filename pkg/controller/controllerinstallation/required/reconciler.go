@@ -76,11 +76,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if err := req.Reader.Get(ctx, client.ObjectKey{Name: ci.Spec.RegistrationRef.Name}, registration); err != nil {
 		return fmt.Errorf("reading ControllerRegistration %s: %w", ci.Spec.RegistrationRef.Name, err)
 	}
-	seedReader := r.Target.Reader
-	if req.Trigger == function.BySweep {
-		// The sweep's snapshot answers the kinds it listed on the seed.
-		seedReader = req.Reader
-	}
+	// The seed is read live for events, from the sweep's lists on it during a sweep.
+	seedReader := req.Target
 	existing, err := readTypes(ctx, seedReader, registration.Spec.Resources)
 	if err != nil {
 		return err

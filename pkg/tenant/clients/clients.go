@@ -1,4 +1,9 @@
-package webhook
+// Package clients reaches the clusters of a seed's tenants: for each shoot control-plane
+// namespace of the seed, an uncached client of the shoot's kube-apiserver, built from the access
+// Secrets gardenlet keeps in that namespace. The webhooks (one server per seed for every shoot)
+// and the functions (one deployment per seed, and the multi-tenant event source) share it, so
+// that there is one way a tenant is resolved, cached and isolated.
+package clients
 
 import (
 	"context"
@@ -11,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	corev1 "k8s.io/api/core/v1"
@@ -27,11 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// DefaultTenantAccessSecret is the shoot access Secret Gardener creates in every shoot
+// DefaultAccessSecret is the shoot access Secret Gardener creates in every shoot
 // control-plane namespace for the shoot's gardener-resource-manager; its token (key "token",
 // kept fresh by the token requestor) authenticates as the shoot's
 // kube-system/gardener-resource-manager ServiceAccount.
-const DefaultTenantAccessSecret = "shoot-access-gardener-resource-manager"
+const DefaultAccessSecret = "shoot-access-gardener-resource-manager"
 
 // clusterGVK is extensions.gardener.cloud's Cluster, named after the shoot's control-plane
 // namespace; gardenlet annotates it with the name of the namespace's generic token kubeconfig.
@@ -55,14 +60,14 @@ func IsUnknownTenant(err error) bool {
 	return errors.As(err, &u)
 }
 
-// TenantClientsOptions configure TenantClients.
-type TenantClientsOptions struct {
+// Options configure Clients.
+type Options struct {
 	// Seed reads the tenants' Clusters and Secrets in the seed.
 	Seed client.Reader
 	// Scheme of the tenants' clients.
 	Scheme *runtime.Scheme
 	// AccessSecret is the Secret in the tenant's namespace whose "token" authenticates at the
-	// tenant's kube-apiserver (DefaultTenantAccessSecret when empty).
+	// tenant's kube-apiserver (DefaultAccessSecret when empty).
 	AccessSecret string
 	// Size bounds how many tenants' clients are kept (least recently used go first); TTL bounds
 	// how long one is reused before its Secrets are read again (e.g. a rotated token or CA).
@@ -79,26 +84,28 @@ type TenantClientsOptions struct {
 	Log           *slog.Logger
 }
 
-// TenantClients builds, per tenant, an uncached client of the tenant's kube-apiserver from its
-// access Secrets in the seed, and keeps it in the webhooks' bounded, expiring cache
-// (pkg/webhook/cache); concurrent first requests of a tenant share one build. Unknown tenants
+// Clients builds, per tenant, an uncached client of the tenant's kube-apiserver from its
+// access Secrets in the seed, and keeps it in the bounded, expiring read cache (pkg/cache);
+// concurrent first requests of a tenant share one build. Unknown tenants
 // are remembered for a shorter time than clients.
-type TenantClients struct {
-	opts    TenantClientsOptions
+type Clients struct {
+	opts    Options
 	builtin *builtinMapper
 	cache   *cache.Cache[cachedTenant]
 }
 
-// cachedTenant is a cache entry: a client, or why the tenant is unknown.
+// cachedTenant is a cache entry: a client and the REST configuration it was built from, or why
+// the tenant is unknown.
 type cachedTenant struct {
 	client  client.Client
+	config  *rest.Config
 	unknown error
 }
 
-// NewTenantClients returns an empty cache of tenant clients.
-func NewTenantClients(opts TenantClientsOptions) (*TenantClients, error) {
+// New returns an empty cache of tenant clients.
+func New(opts Options) (*Clients, error) {
 	if opts.AccessSecret == "" {
-		opts.AccessSecret = DefaultTenantAccessSecret
+		opts.AccessSecret = DefaultAccessSecret
 	}
 	if opts.Size <= 0 {
 		opts.Size = 1000
@@ -124,7 +131,7 @@ func NewTenantClients(opts TenantClientsOptions) (*TenantClients, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &TenantClients{opts: opts, cache: clients}
+	c := &Clients{opts: opts, cache: clients}
 	if opts.SharedMapper != nil {
 		c.builtin = newBuiltinMapper(opts.SharedMapper, opts.Scheme)
 	}
@@ -137,14 +144,29 @@ const buildTimeout = 10 * time.Second
 
 // Client returns the tenant's client, building it on first use. An *UnknownTenantError says the
 // seed holds no usable access for the tenant; other errors are transient.
-func (c *TenantClients) Client(ctx context.Context, t tenant.Name) (client.Client, error) {
+func (c *Clients) Client(ctx context.Context, t tenant.Name) (client.Client, error) {
+	entry, err := c.get(ctx, t)
+	return entry.client, err
+}
+
+// Config returns the REST configuration of the tenant's client (e.g. for Knative's source
+// adapter, which builds its own clients), with the same errors as Client.
+func (c *Clients) Config(ctx context.Context, t tenant.Name) (*rest.Config, error) {
+	entry, err := c.get(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return rest.CopyConfig(entry.config), nil
+}
+
+func (c *Clients) get(ctx context.Context, t tenant.Name) (cachedTenant, error) {
 	// The cache scopes its keys by the context's tenant: each tenant has one entry.
 	entry, err := c.cache.Get(tenant.With(ctx, t), "client", func(ctx context.Context) (cachedTenant, error) {
-		cl, err := c.build(ctx, t)
+		cl, cfg, err := c.build(ctx, t)
 		switch {
 		case err == nil:
 			c.opts.Log.Info("tenant client built", "tenant", string(t))
-			return cachedTenant{client: cl}, nil
+			return cachedTenant{client: cl, config: cfg}, nil
 		case IsUnknownTenant(err):
 			c.opts.Log.Warn("unknown tenant", "tenant", string(t), "error", err)
 			return cachedTenant{unknown: err}, nil
@@ -152,21 +174,24 @@ func (c *TenantClients) Client(ctx context.Context, t tenant.Name) (client.Clien
 		return cachedTenant{}, err
 	})
 	if err != nil {
-		return nil, err
+		return cachedTenant{}, err
 	}
-	return entry.client, entry.unknown
+	if entry.unknown != nil {
+		return cachedTenant{}, entry.unknown
+	}
+	return entry, nil
 }
 
 // Forget drops the tenant's client, e.g. after its token was refused: the next request reads
 // the Secrets again.
-func (c *TenantClients) Forget(t tenant.Name) { c.cache.Forget(t) }
+func (c *Clients) Forget(t tenant.Name) { c.cache.Forget(t) }
 
 // Len is the number of tenants cached (known and unknown).
-func (c *TenantClients) Len() int { return c.cache.Len() }
+func (c *Clients) Len() int { return c.cache.Len() }
 
 // build reads the tenant's Cluster (for the name of its generic token kubeconfig), that
 // kubeconfig (server and CA) and the access Secret (token) from the seed.
-func (c *TenantClients) build(ctx context.Context, t tenant.Name) (client.Client, error) {
+func (c *Clients) build(ctx context.Context, t tenant.Name) (client.Client, *rest.Config, error) {
 	unknown := func(format string, args ...any) error {
 		return &UnknownTenantError{Tenant: t, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -186,27 +211,27 @@ func (c *TenantClients) build(ctx context.Context, t tenant.Name) (client.Client
 	cluster := &metav1.PartialObjectMetadata{}
 	cluster.SetGroupVersionKind(clusterGVK)
 	if err := read("Cluster", client.ObjectKey{Name: ns}, cluster); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kubeconfigName := cluster.Annotations[v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName]
 	if kubeconfigName == "" {
-		return nil, unknown("Cluster %s has no annotation %s", ns, v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName)
+		return nil, nil, unknown("Cluster %s has no annotation %s", ns, v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName)
 	}
 	kubeconfig := &corev1.Secret{}
 	if err := read("generic token kubeconfig Secret", client.ObjectKey{Namespace: ns, Name: kubeconfigName}, kubeconfig); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	access := &corev1.Secret{}
 	if err := read("access Secret", client.ObjectKey{Namespace: ns, Name: c.opts.AccessSecret}, access); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	token := strings.TrimSpace(string(access.Data["token"]))
 	if token == "" {
-		return nil, unknown("access Secret %s/%s has no token (yet)", ns, c.opts.AccessSecret)
+		return nil, nil, unknown("access Secret %s/%s has no token (yet)", ns, c.opts.AccessSecret)
 	}
-	cfg, err := TenantRESTConfig(t, kubeconfig.Data["kubeconfig"], token)
+	cfg, err := RESTConfig(t, kubeconfig.Data["kubeconfig"], token)
 	if err != nil {
-		return nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+		return nil, nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
 	}
 	if c.opts.ConfigureREST != nil {
 		c.opts.ConfigureREST(cfg)
@@ -215,14 +240,14 @@ func (c *TenantClients) build(ctx context.Context, t tenant.Name) (client.Client
 	if err != nil {
 		// It reaches no server yet: what fails is the configuration (e.g. a CA that does not
 		// parse), which only the seed's Secrets can fix.
-		return nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+		return nil, nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
 	}
-	return cl, nil
+	return cl, cfg, nil
 }
 
 // newClient is a tenant's uncached client; with a shared mapper, it discovers only the API
 // groups the shared one does not map.
-func (c *TenantClients) newClient(cfg *rest.Config) (client.Client, error) {
+func (c *Clients) newClient(cfg *rest.Config) (client.Client, error) {
 	if c.builtin == nil {
 		return client.New(cfg, client.Options{Scheme: c.opts.Scheme})
 	}
@@ -238,7 +263,7 @@ func (c *TenantClients) newClient(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: c.opts.Scheme, HTTPClient: httpClient, Mapper: mapper})
 }
 
-// TenantRESTConfig is the REST config of a tenant's kube-apiserver: server and CA of the
+// RESTConfig is the REST config of a tenant's kube-apiserver: server and CA of the
 // current context of Gardener's generic token kubeconfig, authenticated with token (the
 // kubeconfig names a token file that exists only in the shoot's own pods).
 //
@@ -246,7 +271,7 @@ func (c *TenantClients) newClient(cfg *rest.Config) (client.Client, error) {
 // namespace (https://kube-apiserver); from the server's namespace that name is qualified with
 // the tenant's namespace, and the TLS server name stays the original one, which the
 // kube-apiserver's certificate carries.
-func TenantRESTConfig(t tenant.Name, kubeconfig []byte, token string) (*rest.Config, error) {
+func RESTConfig(t tenant.Name, kubeconfig []byte, token string) (*rest.Config, error) {
 	if len(kubeconfig) == 0 {
 		return nil, errors.New("no key kubeconfig")
 	}
@@ -289,57 +314,6 @@ func TenantRESTConfig(t tenant.Name, kubeconfig []byte, token string) (*rest.Con
 		// connections go with its client instead of piling up for every CA ever seen.
 		Proxy: http.ProxyFromEnvironment,
 	}, nil
-}
-
-// routingReader is the webhooks' target client: it reads the request's tenant's cluster (from
-// the request ctx), or single's in single-tenant mode. Handlers need no change: they read
-// through the request ctx anyway.
-type routingReader struct {
-	single  client.Reader
-	tenants *TenantClients
-}
-
-// NewRoutingReader returns a reader that reads single for requests without a tenant and the
-// tenant's cluster otherwise; without tenants every tenant is unknown.
-func NewRoutingReader(single client.Reader, tenants *TenantClients) client.Reader {
-	return &routingReader{single: single, tenants: tenants}
-}
-
-func (r *routingReader) reader(ctx context.Context) (client.Reader, tenant.Name, error) {
-	t := tenant.From(ctx)
-	if t == "" {
-		return r.single, t, nil
-	}
-	if r.tenants == nil {
-		return nil, t, &UnknownTenantError{Tenant: t, Reason: "the server runs in single-tenant mode"}
-	}
-	c, err := r.tenants.Client(ctx, t)
-	return c, t, err
-}
-
-// forgetRefused drops a tenant's client whose credentials the tenant refused (a rotated token
-// or CA): the next request builds it anew from the Secrets.
-func (r *routingReader) forgetRefused(t tenant.Name, err error) error {
-	if t != "" && apierrors.IsUnauthorized(err) {
-		r.tenants.Forget(t)
-	}
-	return err
-}
-
-func (r *routingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	c, t, err := r.reader(ctx)
-	if err != nil {
-		return err
-	}
-	return r.forgetRefused(t, c.Get(ctx, key, obj, opts...))
-}
-
-func (r *routingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	c, t, err := r.reader(ctx)
-	if err != nil {
-		return err
-	}
-	return r.forgetRefused(t, c.List(ctx, list, opts...))
 }
 
 // builtinMapper is a REST mapper shared by all tenants for the API groups compiled into the

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testclock "k8s.io/utils/clock/testing"
 
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/cache"
 )
 
 // counting is a load function that counts its calls and answers value.

@@ -1,0 +1,109 @@
+package function
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+)
+
+// Mode is how a function that declares a Target cluster reaches it: GRM's three deployments,
+// served by one set of images.
+type Mode string
+
+const (
+	// SeedMode: the source is the target (GRM's instance in the seed's garden namespace, or a
+	// seed that is its own garden). There is one cluster, so every event says cluster=source and
+	// feeds the watches declared on either cluster.
+	SeedMode Mode = "seed"
+	// SingleTarget: TARGET_KUBECONFIG is the target (GRM's classic per-shoot deployment,
+	// gardenlet's seed for the garden's functions).
+	SingleTarget Mode = "single-target"
+	// PerSeed: one deployment in the seed serves every shoot control plane on it (MULTI_TENANT):
+	// each tenant's target is its shoot, reached through its access Secrets in the seed, and a
+	// request for tenant A can never touch tenant B.
+	PerSeed Mode = "per-seed"
+)
+
+// targets is the Target side of a server.
+type targets struct {
+	mode Mode
+	// client reaches the target of the context's tenant: TARGET_KUBECONFIG's, the Source (seed
+	// mode), or a routing client over the tenants that refuses calls without one (per seed).
+	client  client.Client
+	tenants *clients.Clients
+	prefix  string
+}
+
+func newTargets(env Env) *targets {
+	switch {
+	case env.Tenants != nil:
+		prefix := env.TenantPrefix
+		if prefix == "" {
+			prefix = tenant.DefaultPrefix
+		}
+		return &targets{mode: PerSeed, client: clients.NewTenantsOnly(env.Tenants, env.Source), tenants: env.Tenants, prefix: prefix}
+	case env.Target != nil:
+		return &targets{mode: SingleTarget, client: env.Target}
+	default:
+		return &targets{mode: SeedMode, client: env.Source}
+	}
+}
+
+// mapper returns the REST mapper of the cluster ctx's tenant is on: the tenant's own (which
+// knows its CRDs) per seed, else the target client's.
+func (t *targets) mapper(ctx context.Context) (meta.RESTMapper, error) {
+	if r, ok := t.client.(*clients.Routing); ok {
+		c, err := r.ClientFor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.RESTMapper(), nil
+	}
+	return t.client.RESTMapper(), nil
+}
+
+// tenantOf says which tenant a key of reconciler r is reconciled for. Outside per-seed mode
+// there are none. Per seed, a namespaced Source object belongs to the tenant of its namespace,
+// and a Target object to the tenant whose cluster the event or sweep came from (from); a key
+// that names a namespace other than from's tenant is refused, whatever a mapper returned, so that
+// tenant A's objects can never make the function act on tenant B.
+func (t *targets) tenantOf(r Reconciler, key Key, from tenant.Name) (tenant.Name, error) {
+	if t == nil || t.mode != PerSeed {
+		return "", nil
+	}
+	if clusterOrSource(r.Cluster) == Target || !r.For.Namespaced {
+		if from == "" {
+			return "", Terminal(fmt.Errorf("%s %s names no tenant, and this deployment serves only tenants", r.For.Kind, key))
+		}
+		return from, nil
+	}
+	owner := tenant.Name(key.Namespace)
+	if !tenant.Valid(key.Namespace, t.prefix) {
+		return "", Terminal(fmt.Errorf("%s %s is not in a tenant's namespace (%s…): another deployment serves it", r.For.Kind, key, t.prefix))
+	}
+	if from != "" && from != owner {
+		return "", Terminal(fmt.Errorf("an event of tenant %s maps to %s %s of tenant %s: refused", from, r.For.Kind, key, owner))
+	}
+	return owner, nil
+}
+
+// reach returns ctx for acting on behalf of tenant tn, after making sure the tenant can be
+// reached: an unknown tenant (no access in the seed) is a terminal failure with its reason,
+// before the reconciler reads or writes anything.
+func (t *targets) reach(ctx context.Context, tn tenant.Name) (context.Context, error) {
+	if tn == "" {
+		return ctx, nil
+	}
+	if _, err := t.tenants.Client(ctx, tn); err != nil {
+		if clients.IsUnknownTenant(err) {
+			return nil, Terminal(err)
+		}
+		return nil, err
+	}
+	return tenant.With(ctx, tn), nil
+}

@@ -1,0 +1,78 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+)
+
+// Enroll does in the seed e and the shoot what gardenlet does for a shoot's
+// gardener-resource-manager, so that the tenant t (the shoot's control-plane namespace) can be
+// served per seed: in the shoot the ServiceAccount kube-system/gardener-resource-manager bound to
+// cluster-admin; in the seed the namespace t, the Cluster t annotated with the name of the
+// generic token kubeconfig, that kubeconfig (the shoot's server and CA, a token file) and the
+// access Secret holding the ServiceAccount's token (valid for a day).
+func (e *Env) Enroll(ctx context.Context, t tenant.Name, shoot *Env) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: v1beta1constants.DeploymentNameGardenerResourceManager}}
+	if err := shoot.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := shoot.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "gardener.cloud:target:resource-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
+	}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	tokenRequest := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
+	if err := shoot.Client.SubResource("token").Create(ctx, sa, tokenRequest); err != nil {
+		return fmt.Errorf("requesting a token: %w", err)
+	}
+
+	ns := string(t)
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	kubeconfigName := v1beta1constants.SecretNameGenericTokenKubeconfig + "-0123abcd"
+	if err := e.Client.Create(ctx, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{
+		Name: ns, Annotations: map[string]string{v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName: kubeconfigName},
+	}}); err != nil {
+		return err
+	}
+	kubeconfig, err := GenericTokenKubeconfig(ns, shoot.Config)
+	if err != nil {
+		return err
+	}
+	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigName}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
+		return err
+	}
+	return e.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clients.DefaultAccessSecret},
+		Data:       map[string][]byte{"token": []byte(tokenRequest.Status.Token)},
+	})
+}
+
+// GenericTokenKubeconfig is Gardener's generic token kubeconfig for a shoot: its kube-apiserver
+// with its CA, and a token file that only the shoot's pods mount.
+func GenericTokenKubeconfig(contextName string, cfg *rest.Config) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[contextName] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[contextName] = &clientcmdapi.AuthInfo{TokenFile: "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/token"}
+	kc.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName}
+	kc.CurrentContext = contextName
+	return clientcmd.Write(*kc)
+}

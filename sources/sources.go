@@ -9,6 +9,7 @@ package sources
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,8 +17,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"knative.dev/eventing/pkg/adapter/apiserver"
 	eventingduckv1 "knative.dev/eventing/pkg/apis/duck/v1"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
@@ -26,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 const (
@@ -56,16 +62,33 @@ func APIServerSourceName(c function.Cluster) string { return string(c) + "-clust
 // (Reference mode), of its ServiceAccount and of its ClusterRole.
 func ReferenceSourceName(c function.Cluster) string { return string(c) + "-cluster-references" }
 
+// TargetSourceName is the name of the Target clusters' event source (a ContainerSource running
+// sources/targetclusters), of its ServiceAccount and of its ClusterRole.
+const TargetSourceName = "target-clusters"
+
+// TargetSourceImage is the target source's image, as ko builds it.
+const TargetSourceImage = "ko://github.com/gardener-knative/gardener-knative/sources/targetclusters"
+
 // PingSourceName is the name of the PingSource of one of a function's sweeps.
 func PingSourceName(fn, sweep string) string { return fn + "-" + sweep }
 
 // PingData is the payload of a sweep's PingSource.
 func PingData(sweep string) string { return fmt.Sprintf(`{"sweep":%q}`, sweep) }
 
-// Objects returns the event plumbing of the functions: the Broker, per cluster the
-// ApiServerSource with its ServiceAccount and read-only RBAC, per function its Trigger and its
-// PingSources. Every source and Trigger passes Knative's own validation.
+// Objects returns the event plumbing of the functions as config/ deploys it, their Targets served
+// per seed (function.PerSeed): the Broker; for the Source cluster the ApiServerSource with its
+// ServiceAccount and read-only RBAC; for the Target clusters the ContainerSource running
+// Knative's adapter for every tenant of the seed; per function its Trigger and its PingSources.
+// Every source and Trigger passes Knative's own validation.
 func Objects(fns []*function.Function) ([]client.Object, error) {
+	return ObjectsFor(fns, function.PerSeed)
+}
+
+// ObjectsFor is Objects for the functions' Targets served in mode: per seed and single-target,
+// the target-clusters source watches the Target kinds (every tenant, or TARGET_KUBECONFIG's
+// cluster); in seed mode the Source is the Target, so the Source's ApiServerSource watches them
+// too and the Triggers take them from it (cluster=source).
+func ObjectsFor(fns []*function.Function, mode function.Mode) ([]client.Object, error) {
 	var errs []error
 	names := map[string]bool{}
 	for _, fn := range fns {
@@ -90,14 +113,17 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: BrokerClass}
 	objs := []client.Object{broker}
 	for _, c := range []function.Cluster{function.Source, function.Target} {
-		watches := watchedResources(fns, c)
+		watches := watchedResources(fns, c, mode)
 		if len(watches) == 0 {
 			continue
 		}
 		if c == function.Target {
-			// An ApiServerSource watches the cluster it runs in; a target cluster's source must
-			// be deployed there, which config/ does not do yet.
-			return nil, fmt.Errorf("functions watch the target cluster, for which no source is generated yet")
+			target, err := targetSource(watches, mode)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, target...)
+			continue
 		}
 		var content, references []watchedResource
 		for _, w := range watches {
@@ -115,11 +141,16 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 		}
 	}
 	for _, fn := range fns {
-		trigger := triggerOf(fn)
+		trigger := triggerOf(fn, mode)
 		if err := trigger.Validate(ctx); err != nil {
 			return nil, fmt.Errorf("function %s: Trigger is invalid: %w", fn.Name, err)
 		}
 		objs = append(objs, trigger)
+		// Schedules that follow the configuration (a syncPeriod) follow its defaults here.
+		config, err := function.LoadConfig(fn, function.ComponentConfigs{})
+		if err != nil {
+			return nil, fmt.Errorf("function %s: %w", fn.Name, err)
+		}
 		for _, sw := range fn.Sweeps {
 			ping := &sourcesv1.PingSource{
 				TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "PingSource"},
@@ -129,7 +160,7 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 						Sink:                brokerSink(),
 						CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{FunctionExtension: fn.Name}},
 					},
-					Schedule:    sw.Schedule,
+					Schedule:    sw.ScheduleOf(config),
 					Timezone:    sw.Timezone,
 					ContentType: "application/json",
 					Data:        PingData(sw.Name),
@@ -152,13 +183,14 @@ type watchedResource struct {
 }
 
 // watchedResources is the union of what the functions watch on cluster c, sorted: each kind
-// once unfiltered when any watch of it has no selector, else once per distinct selector.
-func watchedResources(fns []*function.Function, c function.Cluster) []watchedResource {
+// once unfiltered when any watch of it has no selector, else once per distinct selector. In seed
+// mode the Source's watches include the Target's, and the Target has none of its own.
+func watchedResources(fns []*function.Function, c function.Cluster, mode function.Mode) []watchedResource {
 	kinds := map[schema.GroupVersionKind]function.Kind{}
 	selectors := map[schema.GroupVersionKind]map[string]bool{}
 	for _, fn := range fns {
 		for _, w := range fn.Watches {
-			if clusterOf(w) != c {
+			if eventCluster(clusterOf(w), mode) != c {
 				continue
 			}
 			gvk := w.Kind.GroupVersionKind
@@ -199,6 +231,127 @@ func clusterOf(w function.Watch) function.Cluster {
 	return w.Cluster
 }
 
+// eventCluster is the cluster the events of a watch on c come from: the Source for the Target
+// too in seed mode.
+func eventCluster(c function.Cluster, mode function.Mode) function.Cluster {
+	if c == function.Target && mode == function.SeedMode {
+		return function.Source
+	}
+	return c
+}
+
+// AdapterConfig is the configuration (K_SOURCE_CONFIG) of Knative's ApiServerSource adapter
+// watching the resources in every namespace, in mode (Resource or Reference).
+func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (apiserver.Config, error) {
+	cfg := apiserver.Config{AllNamespaces: true, EventMode: mode}
+	for _, r := range resources {
+		// The resource is guessed from the kind, as Knative's controller does.
+		gvr, _ := meta.UnsafeGuessKindToResource(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind))
+		selector := ""
+		if r.LabelSelector != nil {
+			s, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
+			if err != nil {
+				return apiserver.Config{}, err
+			}
+			selector = s.String()
+		}
+		cfg.Resources = append(cfg.Resources, apiserver.ResourceWatch{GVR: gvr, LabelSelector: selector})
+	}
+	return cfg, nil
+}
+
+// targetSource is the event source of the Target clusters: a ContainerSource running Knative's
+// adapter (sources/targetclusters) for every tenant of the seed, or for the single target, with
+// its ServiceAccount and the RBAC to find and reach the tenants in the seed. Its watches of the
+// tenants' clusters run with each tenant's own access; no RBAC of ours is needed there.
+func targetSource(watches []watchedResource, mode function.Mode) ([]client.Object, error) {
+	var resources []sourcesv1.APIVersionKindSelector
+	for _, w := range watches {
+		if w.kind.Confidential {
+			return nil, fmt.Errorf("functions watch the confidential kind %s on the target cluster: the target source runs in Resource mode only", w.kind.Kind)
+		}
+		resources = append(resources, selectorOf(w))
+	}
+	cfg, err := AdapterConfig(resources, sourcesv1.ResourceMode)
+	if err != nil {
+		return nil, err
+	}
+	config, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: objectMeta("eventing", TargetSourceName),
+	}
+	objs := []client.Object{sa}
+	env := []corev1.EnvVar{
+		{Name: "NAME", Value: TargetSourceName},
+		{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "K_SOURCE_CONFIG", Value: string(config)},
+	}
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if mode == function.PerSeed {
+		env = append(env, corev1.EnvVar{Name: "MULTI_TENANT", Value: "true"})
+		role := &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: clusterObjectMeta("eventing", "gardener-knative:"+TargetSourceName),
+			Rules: []rbacv1.PolicyRule{
+				// The tenants: the seed's Clusters, and each tenant's access Secrets.
+				{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			},
+		}
+		objs = append(objs, role, &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: clusterObjectMeta("eventing", role.Name),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: Namespace}},
+		})
+	} else {
+		// Single target: its kubeconfig from the Secret target-clusters-target.
+		env = append(env, corev1.EnvVar{Name: "TARGET_KUBECONFIG", Value: "/var/run/secrets/gardener-knative/target/kubeconfig"})
+		volumes = []corev1.Volume{{Name: "target", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: TargetSourceName + "-target"}}}}
+		mounts = []corev1.VolumeMount{{Name: "target", MountPath: "/var/run/secrets/gardener-knative/target", ReadOnly: true}}
+	}
+	source := &sourcesv1.ContainerSource{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "ContainerSource"},
+		ObjectMeta: objectMeta("eventing", TargetSourceName),
+		Spec: sourcesv1.ContainerSourceSpec{
+			SourceSpec: duckv1.SourceSpec{
+				Sink:                brokerSink(),
+				CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{function.ClusterExtension: string(function.Target)}},
+			},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				ServiceAccountName: sa.Name,
+				Containers: []corev1.Container{{
+					Name: "adapter", Image: TargetSourceImage, Env: env, VolumeMounts: mounts,
+					Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}},
+					LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					},
+				}},
+				Volumes: volumes,
+			}},
+		},
+	}
+	if err := source.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("ContainerSource %s is invalid: %w", source.Name, err)
+	}
+	return append(objs, source), nil
+}
+
+func selectorOf(w watchedResource) sourcesv1.APIVersionKindSelector {
+	r := sourcesv1.APIVersionKindSelector{APIVersion: w.kind.GroupVersion().String(), Kind: w.kind.Kind}
+	if w.labelSelector != "" {
+		r.LabelSelector, _ = metav1.ParseToLabelSelector(w.labelSelector) // validated with the declaration
+	}
+	return r
+}
+
 func apiServerSource(name string, c function.Cluster, mode string, watches []watchedResource) []client.Object {
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
@@ -237,24 +390,25 @@ func apiServerSource(name string, c function.Cluster, mode string, watches []wat
 		},
 	}
 	for _, w := range watches {
-		r := sourcesv1.APIVersionKindSelector{APIVersion: w.kind.GroupVersion().String(), Kind: w.kind.Kind}
-		if w.labelSelector != "" {
-			r.LabelSelector, _ = metav1.ParseToLabelSelector(w.labelSelector) // validated with the declaration
-		}
-		source.Spec.Resources = append(source.Spec.Resources, r)
+		source.Spec.Resources = append(source.Spec.Resources, selectorOf(w))
 	}
 	return []client.Object{sa, role, binding, source}
 }
 
 // triggerOf routes to fn the events of the kinds it watches (by apiversion, kind and cluster,
 // the extensions the ApiServerSource sets) and its own ticks.
-func triggerOf(fn *function.Function) *eventingv1.Trigger {
+func triggerOf(fn *function.Function, mode function.Mode) *eventingv1.Trigger {
 	var any []eventingv1.SubscriptionsAPIFilter
+	seen := map[string]bool{}
 	for _, c := range fn.Clusters() {
 		for _, k := range fn.WatchedKinds(c) {
-			any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{
-				function.ClusterExtension: string(c), "apiversion": k.GroupVersion().String(), "kind": k.Kind,
-			}})
+			from := eventCluster(c, mode)
+			if key := string(from) + "/" + k.GroupVersion().String() + "/" + k.Kind; !seen[key] {
+				seen[key] = true
+				any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{
+					function.ClusterExtension: string(from), "apiversion": k.GroupVersion().String(), "kind": k.Kind,
+				}})
+			}
 		}
 	}
 	if len(fn.Sweeps) > 0 {

@@ -169,3 +169,63 @@ func TestRegistry(t *testing.T) {
 	t.Logf("%d functions: %d adapters and %d watch streams; one source per function would be %d adapters and %d watch streams",
 		len(functions.All), len(apiSources), watches, len(functions.All), perFunctionWatches)
 }
+
+// withTargetWatch adds a watch of kind on the Target cluster to fn.
+func withTargetWatch(fn *function.Function, kind function.Kind) *function.Function {
+	fn.Watches = append(fn.Watches, function.Watch{Kind: kind, Cluster: function.Target, Reconciler: "main",
+		Map: func(context.Context, client.Reader, function.Event) ([]function.Key, error) { return nil, nil }})
+	return fn
+}
+
+// Per seed, one ContainerSource runs Knative's adapter for every tenant (one always-on pod per
+// seed), watching the union of the Target kinds; the Triggers take them with cluster=target.
+// In seed mode the Source's ApiServerSource watches them instead, with cluster=source.
+func TestTargetSourceOnePerSeed(t *testing.T) {
+	fns := []*function.Function{
+		withTargetWatch(demo("alpha", []function.Kind{kinds.Bastion}), kinds.Namespace),
+		withTargetWatch(demo("beta", []function.Kind{kinds.Shoot}), kinds.Namespace),
+	}
+	objs, err := sources.Objects(fns)
+	require.NoError(t, err)
+	containers := byKind[*sourcesv1.ContainerSource](objs)
+	require.Len(t, containers, 1, "one target source for all functions and tenants")
+	cs := containers[0]
+	assert.Equal(t, sources.TargetSourceName, cs.Name)
+	assert.Equal(t, map[string]string{function.ClusterExtension: "target"}, cs.Spec.CloudEventOverrides.Extensions)
+	container := cs.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, sources.TargetSourceImage, container.Image)
+	env := map[string]string{}
+	for _, e := range container.Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "true", env["MULTI_TENANT"])
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"namespaces"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
+	for _, tr := range byKind[*eventingv1.Trigger](objs) {
+		assert.Contains(t, tr.Spec.Filters[0].Any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "target", "apiversion": "v1", "kind": "Namespace"}}, tr.Name)
+	}
+	roles := byKind[*rbacv1.ClusterRole](objs)
+	var targetRole *rbacv1.ClusterRole
+	for _, r := range roles {
+		if r.Name == "gardener-knative:"+sources.TargetSourceName {
+			targetRole = r
+		}
+	}
+	require.NotNil(t, targetRole, "the target source finds and reaches the tenants in the seed")
+
+	seedMode, err := sources.ObjectsFor(fns, function.SeedMode)
+	require.NoError(t, err)
+	assert.Empty(t, byKind[*sourcesv1.ContainerSource](seedMode))
+	apiSources := byKind[*sourcesv1.ApiServerSource](seedMode)
+	require.Len(t, apiSources, 1)
+	var watched []string
+	for _, r := range apiSources[0].Spec.Resources {
+		watched = append(watched, r.Kind)
+	}
+	assert.ElementsMatch(t, []string{"Bastion", "Shoot", "Namespace"}, watched, "the seed's one source watches the Target kinds too")
+	for _, tr := range byKind[*eventingv1.Trigger](seedMode) {
+		assert.Contains(t, tr.Spec.Filters[0].Any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "source", "apiversion": "v1", "kind": "Namespace"}}, tr.Name)
+	}
+
+	_, err = sources.Objects([]*function.Function{withTargetWatch(demo("gamma", []function.Kind{kinds.Bastion}), kinds.Secret)})
+	assert.ErrorContains(t, err, "confidential", "the target source sends no secret content through the Broker")
+}

@@ -41,12 +41,17 @@ func FunctionsIndex(fns []*function.Function) File {
 			}
 			watches = append(watches, s)
 		}
+		config, _ := function.LoadConfig(fn, function.ComponentConfigs{}) // Generate has loaded it already
 		for _, sw := range fn.Sweeps {
 			var related []string
 			for _, l := range sw.Related {
 				related = append(related, listName(l))
 			}
-			s := fmt.Sprintf("`%s` `%s`: %s", sw.Name, sw.Schedule, listName(sw.Primary))
+			schedule := fmt.Sprintf("`%s`", sw.ScheduleOf(config))
+			if sw.Period != nil {
+				schedule += " (the configured period)"
+			}
+			s := fmt.Sprintf("`%s` %s: %s", sw.Name, schedule, listName(sw.Primary))
 			if len(related) > 0 {
 				s += "; " + strings.Join(related, ", ")
 			}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -208,6 +209,11 @@ type Sweep struct {
 	Name string
 	// Schedule is a cron expression with an optional leading seconds field.
 	Schedule string
+	// Period, instead of Schedule, derives the schedule from the function's loaded Config (a
+	// controller's syncPeriod): the PingSource ticks every Period (ScheduleEvery). config/ holds
+	// the schedule of the default configuration; a deployment whose configuration changes the
+	// period gets it from sources.ObjectsFor with that configuration (docs/configuration.md).
+	Period func(config any) time.Duration
 	// Timezone is an IANA time zone name; empty means UTC.
 	Timezone string
 	// Reconciler names the reconciler every primary key goes to.
@@ -241,6 +247,40 @@ type Function struct {
 	Watches        []Watch
 	Reconcilers    []Reconciler
 	Sweeps         []Sweep
+}
+
+// ScheduleEvery is the cron schedule of a PingSource that ticks every d: whole seconds below a
+// minute that divide it, whole minutes below an hour that divide it, whole hours that divide a
+// day; other periods round down to the nearest such step (at least a second), so that a sweep
+// never runs less often than configured.
+func ScheduleEvery(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("*/%d * * * * *", divisorAtMost(int(d/time.Second), 60))
+	case d < time.Hour:
+		return fmt.Sprintf("0 */%d * * * *", divisorAtMost(int(d/time.Minute), 60))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("0 0 */%d * * *", divisorAtMost(int(d/time.Hour), 24))
+	}
+	return "0 0 0 * * *"
+}
+
+// divisorAtMost is the largest divisor of whole that is at most n (and at least 1).
+func divisorAtMost(n, whole int) int {
+	for d := max(n, 1); d > 1; d-- {
+		if whole%d == 0 {
+			return d
+		}
+	}
+	return 1
+}
+
+// ScheduleOf is the sweep's schedule with the function's loaded config.
+func (s Sweep) ScheduleOf(config any) string {
+	if s.Period != nil {
+		return ScheduleEvery(s.Period(config))
+	}
+	return s.Schedule
 }
 
 // Clusters are the clusters the function talks to: Source always, Target when a watch, list or
@@ -358,8 +398,8 @@ func (f *Function) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: declared twice", what))
 		}
 		sweeps[s.Name] = true
-		if strings.TrimSpace(s.Schedule) == "" {
-			errs = append(errs, fmt.Errorf("%s: no schedule", what))
+		if (strings.TrimSpace(s.Schedule) == "") == (s.Period == nil) {
+			errs = append(errs, fmt.Errorf("%s: needs a schedule or a period, not both", what))
 		}
 		r, ok := f.Reconciler(s.Reconciler)
 		if !ok {

@@ -30,7 +30,7 @@ type Config struct {
 	// part of, leniently (the webhook server reads the same file the same way).
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
 	// MULTI_TENANT and the other tenant settings serve a function with a Target per seed.
-	Tenancy
+	clients.Tenancy
 	// EventTimeout is one event's budget. It is short because the adapter delivers one event
 	// at a time per kind: a slow event would hold back the events behind it.
 	EventTimeout     time.Duration `envconfig:"EVENT_TIMEOUT" default:"5s"`
@@ -39,9 +39,6 @@ type Config struct {
 	ListPageSize     int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
 	ConflictRetries  int           `envconfig:"CONFLICT_RETRIES" default:"3"`
 }
-
-// Tenancy is the tenant settings, shared with the webhook server and the event source.
-type Tenancy = clients.Config
 
 // Options returns the runtime options of the configuration.
 func (c Config) Options() Options {

@@ -508,7 +508,7 @@ func TestValidateRejectsInconsistentDeclarations(t *testing.T) {
 	for _, want := range []string{
 		`watch of Secret for "main": a watch of another kind than the reconciler's needs a mapper`,
 		`watch of Bastion for "nope": no such reconciler`,
-		"sweep resync: declared twice", "sweep resync: no schedule",
+		"sweep resync: declared twice", "sweep resync: needs a schedule or a period, not both",
 		`sweep resync: primary kind Shoot is not reconciler "main"'s kind Bastion`,
 	} {
 		assert.ErrorContains(t, err, want)

@@ -178,3 +178,19 @@ func TestSingleTargetRefusesTenantEvents(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, []string{"garden/b@/"}, rec.recorded())
 }
+
+func TestScheduleEvery(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		2 * time.Second:        "*/2 * * * * *",
+		7 * time.Second:        "*/6 * * * * *", // never less often than configured
+		30 * time.Second:       "*/30 * * * * *",
+		time.Minute:            "0 */1 * * * *",
+		10 * time.Minute:       "0 */10 * * * *",
+		time.Hour:              "0 0 */1 * * *",
+		5 * time.Hour:          "0 0 */4 * * *",
+		48 * time.Hour:         "0 0 0 * * *",
+		500 * time.Millisecond: "*/1 * * * * *",
+	} {
+		assert.Equal(t, want, ScheduleEvery(d), d.String())
+	}
+}

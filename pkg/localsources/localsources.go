@@ -11,12 +11,10 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,8 +27,11 @@ import (
 	kubeclient "knative.dev/pkg/client/injection/kube/client"
 	"knative.dev/pkg/injection/clients/dynamicclient"
 	"knative.dev/pkg/logging"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -44,6 +45,22 @@ type Options struct {
 	// sweep every second).
 	Schedules map[string]string
 	Logger    *zap.SugaredLogger
+	// Target is how the functions' Targets are served; its Mode picks the plumbing
+	// (sources.ObjectsFor). Empty without Target watches.
+	Target Target
+}
+
+// Target is the functions' Target: the mode, and what the target source watches in it.
+type Target struct {
+	Mode function.Mode
+	// Single is the cluster of a single-target deployment.
+	Single *rest.Config
+	// Seed, Tenants and Prefix find and reach the tenants per seed; Interval is how often they
+	// are discovered anew.
+	Seed     client.Reader
+	Tenants  *clients.Clients
+	Prefix   string
+	Interval time.Duration
 }
 
 // Sources are running local sources.
@@ -60,7 +77,11 @@ type Sources struct {
 // Knative's ApiServerSource adapter for the cluster and its PingSource runner, both sending to
 // an in-process Broker that routes by the generated Triggers with Knative's own filter code.
 func Start(ctx context.Context, fns []*function.Function, opts Options) (*Sources, error) {
-	objs, err := sources.Objects(fns)
+	mode := opts.Target.Mode
+	if mode == "" {
+		mode = function.PerSeed
+	}
+	objs, err := sources.ObjectsFor(fns, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +132,13 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 				cancel()
 				return nil, err
 			}
+		case *sourcesv1.ContainerSource:
+			targetOpts, err := targetSourceOptions(source, brokerURL, opts)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			s.run(func() error { return targetsource.Run(ctx, targetOpts) })
 		}
 	}
 	s.run(func() error { runner.Start(ctx.Done()); runner.Stop(); return nil })
@@ -148,25 +176,29 @@ func SourceConfig(source *sourcesv1.ApiServerSource) (apiserver.Config, error) {
 	if source.Spec.NamespaceSelector == nil || len(source.Spec.NamespaceSelector.MatchLabels)+len(source.Spec.NamespaceSelector.MatchExpressions) > 0 {
 		return apiserver.Config{}, fmt.Errorf("ApiServerSource %s: only an empty namespace selector (all namespaces) runs locally", source.Name)
 	}
-	cfg := apiserver.Config{AllNamespaces: true, EventMode: source.Spec.EventMode}
-	for _, r := range source.Spec.Resources {
-		gvr, _ := meta.UnsafeGuessKindToResource(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind))
-		selector := ""
-		if r.LabelSelector != nil {
-			s, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
-			if err != nil {
-				return apiserver.Config{}, err
-			}
-			selector = s.String()
-		}
-		cfg.Resources = append(cfg.Resources, apiserver.ResourceWatch{GVR: gvr, LabelSelector: selector})
-	}
-	return cfg, nil
+	return sources.AdapterConfig(source.Spec.Resources, source.Spec.EventMode)
 }
 
-// envMu serialises the environment juggling below: Knative's adapters read their settings
+// envMu serialises the environment juggling of withEnv: Knative's adapters read their settings
 // only through envconfig from the process environment.
 var envMu sync.Mutex
+
+// withEnv runs f with vars set in the process environment, and restores it afterwards.
+func withEnv(vars map[string]string, f func() error) error {
+	envMu.Lock()
+	defer envMu.Unlock()
+	for k, v := range vars {
+		if old, had := os.LookupEnv(k); had {
+			defer os.Setenv(k, old)
+		} else {
+			defer os.Unsetenv(k)
+		}
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	return f()
+}
 
 func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerSource, sink string) (adapter.Adapter, error) {
 	sourceConfig, err := SourceConfig(source)
@@ -181,31 +213,71 @@ func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerS
 	if err != nil {
 		return nil, err
 	}
-	envMu.Lock()
-	defer envMu.Unlock()
-	vars := map[string]string{
+	var env adapter.EnvConfigAccessor
+	if err := withEnv(map[string]string{
 		"NAME":            source.Name,
 		"NAMESPACE":       source.Namespace,
 		"K_SOURCE_CONFIG": string(configJSON),
 		"K_SINK":          sink,
 		"K_CE_OVERRIDES":  string(overrides),
+	}, func() error {
+		env = adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	for k, v := range vars {
-		if old, had := os.LookupEnv(k); had {
-			defer os.Setenv(k, old)
-		} else {
-			defer os.Unsetenv(k)
-		}
-		if err := os.Setenv(k, v); err != nil {
-			return nil, err
-		}
-	}
-	env := adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
 	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: env})
 	if err != nil {
 		return nil, fmt.Errorf("ApiServerSource %s: %w", source.Name, err)
 	}
 	return apiserver.NewAdapter(ctx, env, ceClient), nil
+}
+
+// targetSourceOptions configures the target source as its ContainerSource would run it: the
+// adapter's environment from the container's, the sink and overrides as Knative's SinkBinding
+// injects them.
+func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Options) (targetsource.Options, error) {
+	vars := map[string]string{"K_SINK": sink}
+	for _, e := range source.Spec.Template.Spec.Containers[0].Env {
+		switch e.Name {
+		case "NAME", "K_SOURCE_CONFIG":
+			vars[e.Name] = e.Value
+		case "NAMESPACE":
+			vars[e.Name] = source.Namespace // a fieldRef in the pod
+		}
+	}
+	overrides, err := json.Marshal(source.Spec.CloudEventOverrides)
+	if err != nil {
+		return targetsource.Options{}, err
+	}
+	vars["K_CE_OVERRIDES"] = string(overrides)
+	var env adapter.EnvConfigAccessor
+	if err := withEnv(vars, func() error {
+		env = adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
+		return nil
+	}); err != nil {
+		return targetsource.Options{}, err
+	}
+	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: env})
+	if err != nil {
+		return targetsource.Options{}, fmt.Errorf("ContainerSource %s: %w", source.Name, err)
+	}
+	t := opts.Target
+	interval := t.Interval
+	if interval == 0 {
+		interval = time.Second
+	}
+	targetOpts := targetsource.Options{Adapter: env, Sink: ceClient, Log: opts.Logger, Interval: interval, PageSize: 500}
+	switch t.Mode {
+	case function.SingleTarget:
+		targetOpts.Single = t.Single
+	default:
+		targetOpts.Seed, targetOpts.Tenants, targetOpts.Prefix = t.Seed, t.Tenants, t.Prefix
+	}
+	if targetOpts.Single == nil && targetOpts.Tenants == nil {
+		return targetsource.Options{}, fmt.Errorf("functions watch the target cluster: configure its %s mode", t.Mode)
+	}
+	return targetOpts, nil
 }
 
 // addPingSource hands the PingSource to the runner with its sink resolved, as Knative's

@@ -45,7 +45,7 @@ type Config struct {
 type Tenancy struct {
 	// MULTI_TENANT also serves every webhook at /<shoot control-plane namespace>/<path>, for the
 	// shoot whose access Secrets that namespace holds; the same settings as the functions'.
-	clients.Config
+	clients.Tenancy
 	// ClientCAFile authenticates the callers of tenant paths by client certificate.
 	ClientCAFile string `envconfig:"CLIENT_CA_FILE"`
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
-// Config is how a process serving every shoot of a seed finds and reaches its tenants, read
+// Tenancy is how a process serving every shoot of a seed finds and reaches its tenants, read
 // from the environment by the webhook server, the functions and the multi-tenant event source
 // alike (docs/configuration.md).
-type Config struct {
+type Tenancy struct {
 	// MultiTenant serves every shoot control-plane namespace of the seed as a tenant, each with
 	// the shoot's own cluster as target.
 	MultiTenant bool `envconfig:"MULTI_TENANT"`

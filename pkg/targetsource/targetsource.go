@@ -1,0 +1,254 @@
+// Package targetsource is the event source of the Target clusters: Knative's own ApiServerSource
+// adapter code (knative.dev/eventing/pkg/adapter/apiserver), run once for the one target of a
+// single-target deployment, or once per tenant of a seed, in one process: one always-on pod per
+// seed however many shoots it serves, instead of one adapter pod per shoot.
+//
+// Every event it sends says cluster=target (the deployment's ceOverrides) and, per seed, names
+// its tenant (the shoot's control-plane namespace) in the tenant extension, so that a function
+// knows whose cluster to read. Tenants are discovered from the seed (its extensions.gardener.cloud
+// Clusters) every Interval and reached with their access Secrets (pkg/tenant/clients), the same
+// way the webhooks and the functions reach them: a new tenant starts being watched within an
+// interval, a tenant that goes away stops, and a tenant whose access changed (a rotated token or
+// CA) is watched anew, all without a restart.
+package targetsource
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/protocol"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"knative.dev/eventing/pkg/adapter/apiserver"
+	"knative.dev/eventing/pkg/adapter/v2"
+	kubeclient "knative.dev/pkg/client/injection/kube/client"
+	"knative.dev/pkg/injection/clients/dynamicclient"
+	"knative.dev/pkg/logging"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+)
+
+// Options configure a target source.
+type Options struct {
+	// Adapter is the adapter's environment (NAME, NAMESPACE, K_SOURCE_CONFIG with the watched
+	// resources, K_SINK), as Knative's ContainerSource and the deployment give it.
+	Adapter adapter.EnvConfigAccessor
+	// Sink sends the events; its overrides set cluster=target.
+	Sink cloudevents.Client
+	// Single is the one target of a single-target deployment; nil serves the tenants.
+	Single *rest.Config
+	// Seed lists the tenants, Tenants reaches them, Prefix says which namespaces are tenants.
+	Seed    client.Reader
+	Tenants *clients.Clients
+	Prefix  string
+	// Interval is how often the tenants are discovered anew; PageSize pages that LIST.
+	Interval time.Duration
+	PageSize int64
+	Log      *zap.SugaredLogger
+	Registry prometheus.Registerer
+}
+
+// Run watches the target(s) until ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	m := newMetrics(opts.Registry)
+	if opts.Single != nil {
+		m.watched.Set(1)
+		return watch(ctx, opts, opts.Single, "")
+	}
+	s := &source{opts: opts, metrics: m, running: map[tenant.Name]*watched{}}
+	ticker := time.NewTicker(opts.Interval)
+	defer ticker.Stop()
+	for {
+		s.discover(ctx)
+		select {
+		case <-ctx.Done():
+			s.stopAll()
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+type source struct {
+	opts    Options
+	metrics *metrics
+	mu      sync.Mutex
+	running map[tenant.Name]*watched
+	wg      sync.WaitGroup
+}
+
+// watched is one tenant's running adapter and the access it was started with.
+type watched struct {
+	cancel context.CancelFunc
+	access *rest.Config
+}
+
+// discover lists the tenants and brings the running adapters in line: new tenants start,
+// tenants gone stop, tenants whose access changed restart. A failed discovery changes nothing;
+// the next interval tries again.
+func (s *source) discover(ctx context.Context) {
+	names, err := clients.Discover(ctx, s.opts.Seed, s.opts.Prefix, s.opts.PageSize)
+	if err != nil {
+		s.metrics.discoveryFailures.Inc()
+		s.opts.Log.Warnw("cannot discover the tenants; trying again next interval", "error", err)
+		return
+	}
+	present := map[tenant.Name]bool{}
+	for _, t := range names {
+		present[t] = true
+		access, err := s.opts.Tenants.Config(ctx, t)
+		if err != nil {
+			// Unknown (not enrolled yet, no token yet) or transient: looked at again next time.
+			s.metrics.unreachable.Inc()
+			s.opts.Log.Infow("tenant not watched (yet)", "tenant", t, "reason", err)
+			continue
+		}
+		s.mu.Lock()
+		w := s.running[t]
+		s.mu.Unlock()
+		if w != nil && sameAccess(w.access, access) {
+			continue
+		}
+		if w != nil {
+			s.opts.Log.Infow("tenant access changed; watching anew", "tenant", t)
+			s.stop(t)
+		}
+		s.start(ctx, t, access)
+	}
+	s.mu.Lock()
+	var gone []tenant.Name
+	for t := range s.running {
+		if !present[t] {
+			gone = append(gone, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range gone {
+		s.opts.Log.Infow("tenant gone; not watched any more", "tenant", t)
+		s.stop(t)
+	}
+}
+
+func (s *source) start(ctx context.Context, t tenant.Name, access *rest.Config) {
+	tctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.running[t] = &watched{cancel: cancel, access: access}
+	s.metrics.watched.Set(float64(len(s.running)))
+	s.mu.Unlock()
+	s.metrics.starts.Inc()
+	s.opts.Log.Infow("watching tenant", "tenant", t)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := watch(tctx, s.opts, access, t); err != nil {
+			s.opts.Log.Warnw("tenant's adapter ended; it starts again at the next discovery", "tenant", t, "error", err)
+			s.mu.Lock()
+			if w := s.running[t]; w != nil && w.access == access {
+				delete(s.running, t)
+				s.metrics.watched.Set(float64(len(s.running)))
+			}
+			s.mu.Unlock()
+		}
+	}()
+}
+
+func (s *source) stop(t tenant.Name) {
+	s.mu.Lock()
+	w := s.running[t]
+	delete(s.running, t)
+	s.metrics.watched.Set(float64(len(s.running)))
+	s.mu.Unlock()
+	if w != nil {
+		w.cancel()
+	}
+}
+
+func (s *source) stopAll() {
+	s.mu.Lock()
+	for _, w := range s.running {
+		w.cancel()
+	}
+	s.running = map[tenant.Name]*watched{}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// sameAccess compares what reaches a tenant: server, CA and token.
+func sameAccess(a, b *rest.Config) bool {
+	return a.Host == b.Host && a.BearerToken == b.BearerToken && a.ServerName == b.ServerName &&
+		reflect.DeepEqual(a.CAData, b.CAData)
+}
+
+// watch runs Knative's ApiServerSource adapter against the cluster cfg reaches until ctx ends;
+// events of a tenant carry its name.
+func watch(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	log := opts.Log
+	if t != "" {
+		log = log.With("tenant", string(t))
+	}
+	ctx = logging.WithLogger(ctx, log)
+	ctx = context.WithValue(ctx, kubeclient.Key{}, kubernetes.Interface(kube))
+	ctx = context.WithValue(ctx, dynamicclient.Key{}, dynamic.Interface(dyn))
+	ctx = context.WithValue(ctx, apiserver.Key{}, cfg.Host)
+	var sink cloudevents.Client = opts.Sink
+	if t != "" {
+		sink = &tenantSink{Client: opts.Sink, tenant: string(t)}
+	}
+	if err := apiserver.NewAdapter(ctx, opts.Adapter, sink).Start(ctx); err != nil {
+		return fmt.Errorf("adapter: %w", err)
+	}
+	return nil
+}
+
+// tenantSink names the tenant on every event it sends, sharing one connection pool to the sink
+// for all tenants.
+type tenantSink struct {
+	cloudevents.Client
+	tenant string
+}
+
+func (s *tenantSink) Send(ctx context.Context, event cloudevents.Event) protocol.Result {
+	event.SetExtension(function.TenantExtension, s.tenant)
+	return s.Client.Send(ctx, event)
+}
+
+func (s *tenantSink) Request(ctx context.Context, event cloudevents.Event) (*cloudevents.Event, protocol.Result) {
+	event.SetExtension(function.TenantExtension, s.tenant)
+	return s.Client.Request(ctx, event)
+}
+
+type metrics struct {
+	watched                                prometheus.Gauge
+	starts, unreachable, discoveryFailures prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		watched:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "gardener_knative_target_source_tenants_watched", Help: "Targets whose adapter runs."}),
+		starts:            prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_target_source_tenant_starts_total", Help: "Tenant adapters started (new tenants, changed access, restarts)."}),
+		unreachable:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_target_source_tenants_unreachable_total", Help: "Discoveries of a tenant that could not be reached (not enrolled, no token yet, seed errors)."}),
+		discoveryFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_target_source_discovery_failures_total", Help: "Failed LISTs of the seed's tenants."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.watched, m.starts, m.unreachable, m.discoveryFailures)
+	}
+	return m
+}

@@ -1,0 +1,75 @@
+// Command target-clusters is the event source of the Target clusters of GRM's functions, deployed
+// once per seed as a Knative ContainerSource (which gives it its sink and the cluster=target
+// overrides): Knative's ApiServerSource adapter for every shoot of the seed (MULTI_TENANT), or
+// for the one TARGET_KUBECONFIG names (see pkg/targetsource).
+package main
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"knative.dev/eventing/pkg/adapter/apiserver"
+	"knative.dev/eventing/pkg/adapter/v2"
+
+	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+)
+
+// config is the process's own settings; the adapter's (NAME, NAMESPACE, K_SINK,
+// K_SOURCE_CONFIG, K_CE_OVERRIDES) are Knative's.
+type config struct {
+	bootstrap.Config
+	clients.Tenancy
+	// DiscoveryInterval is how often the seed's tenants are listed anew.
+	DiscoveryInterval time.Duration `envconfig:"TENANT_DISCOVERY_INTERVAL" default:"10s"`
+	ListPageSize      int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
+}
+
+func main() { bootstrap.Main("target-clusters source", run) }
+
+func run(ctx context.Context) error {
+	var cfg config
+	process, err := bootstrap.Start(&cfg, "component", "target-clusters")
+	if err != nil {
+		return err
+	}
+	zapLog, err := zap.NewProduction()
+	if err != nil {
+		return err
+	}
+	env := adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
+	sink, err := adapter.NewClient(adapter.ClientConfig{Env: env})
+	if err != nil {
+		return err
+	}
+	opts := targetsource.Options{
+		Adapter: env, Sink: sink, Prefix: cfg.TenantPrefix, Interval: cfg.DiscoveryInterval, PageSize: cfg.ListPageSize,
+		Log: zapLog.Sugar(), Registry: process.Registry,
+	}
+	if cfg.MultiTenant {
+		seed, err := process.SourceClient(scheme.Gardener)
+		if err != nil {
+			return err
+		}
+		opts.Seed = seed
+		if opts.Tenants, err = clients.New(clients.Options{
+			Seed: seed, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret, SharedMapper: seed.RESTMapper(),
+			Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL, Log: process.Log, ConfigureREST: process.Requests.Instrument,
+		}); err != nil {
+			return err
+		}
+	} else if opts.Single, err = process.TargetRESTConfig(); err != nil {
+		return err
+	}
+	go func() {
+		if err := targetsource.Run(ctx, opts); err != nil {
+			process.Log.Error("target source stopped", "error", err)
+		}
+	}()
+	// Health and metrics; the source receives nothing.
+	return process.Serve(ctx, http.NotFoundHandler(), bootstrap.ServeOptions{})
+}

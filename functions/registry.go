@@ -15,6 +15,9 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/event"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/exposureclass"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/extension"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/garbagecollector"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/health"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedseedset"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/namespacedcloudprofile"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
@@ -46,6 +49,9 @@ var All = []*function.Function{
 	event.Function,
 	certificatesigningrequest.Function,
 	managedseedset.Function,
+	managedresource.Function,
+	health.Function,
+	garbagecollector.Function,
 }
 
 // ByName returns the function with the given name.

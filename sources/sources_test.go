@@ -172,6 +172,7 @@ func TestRegistry(t *testing.T) {
 
 // withTargetWatch adds a watch of kind on the Target cluster to fn.
 func withTargetWatch(fn *function.Function, kind function.Kind) *function.Function {
+	fn.Deployment = function.PerSeed
 	fn.Watches = append(fn.Watches, function.Watch{Kind: kind, Cluster: function.Target, Reconciler: "main",
 		Map: func(context.Context, client.Reader, function.Event) ([]function.Key, error) { return nil, nil }})
 	return fn
@@ -228,4 +229,8 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 
 	_, err = sources.Objects([]*function.Function{withTargetWatch(demo("gamma", []function.Kind{kinds.Bastion}), kinds.Secret)})
 	assert.ErrorContains(t, err, "confidential", "the target source sends no secret content through the Broker")
+	single := withTargetWatch(demo("delta", []function.Kind{kinds.Bastion}), kinds.Namespace)
+	single.Deployment = ""
+	_, err = sources.Objects([]*function.Function{single})
+	assert.ErrorContains(t, err, "per seed", "config/ runs the target source for the functions deployed per seed")
 }

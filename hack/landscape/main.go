@@ -68,6 +68,8 @@ func run(dir string, withSamples bool) error {
 		Env: map[string][]string{
 			"project":                {"PROJECT_MINIMUM_LIFETIME_DAYS=0"},
 			"event":                  {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
+			"garbagecollector":       {"GARBAGE_COLLECTOR_ENABLED=true"},
+			"managedresource":        {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
 		},
 	})
@@ -104,7 +106,11 @@ func run(dir string, withSamples bool) error {
 	fmt.Println("Every sweep runs every 20 s here (on a cluster: its own schedule).")
 	fmt.Println("Ctrl-C stops everything. What each function did, from its /metrics:")
 	if land.Seed != nil && withSamples {
-		status.chain = registrationChain{garden: land.Env.Client, seed: land.Seed.Client}.line
+		status.lines = append(status.lines, registrationChain{garden: land.Env.Client, seed: land.Seed.Client}.line)
+	}
+	if land.Shoot != nil && withSamples {
+		fmt.Printf("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)\n", land.ShootKubeconfig, landscape.Tenant)
+		status.lines = append(status.lines, (&grmSample{seed: land.Env.Client, shoot: land.Shoot.Client}).line)
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

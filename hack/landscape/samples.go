@@ -35,6 +35,7 @@ var samples = []func(ctx context.Context, c client.Client) error{
 	eventSamples,
 	certificatesigningrequestSamples,
 	managedseedsetSamples,
+	managedresourceSamples,
 }
 
 // createSamples creates every function's samples.

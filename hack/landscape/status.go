@@ -24,8 +24,8 @@ type status struct {
 	printed  string
 	// height is how many lines the block last drawn has, which a redraw replaces.
 	height int
-	// chain, when set, adds the registration chain's line (read from the API servers).
-	chain func() string
+	// lines add lines read from the API servers (the registration chain, GRM's sample).
+	lines []func() string
 }
 
 func newStatus(out *os.File) *status {
@@ -97,8 +97,8 @@ func (s *status) print(urls map[string]string) {
 		}
 		parts = append(parts, name+": "+f.String())
 	}
-	if s.chain != nil {
-		parts = append(parts, s.chain())
+	for _, line := range s.lines {
+		parts = append(parts, line())
 	}
 	line := strings.Join(parts, "\n")
 	if line == s.printed {

@@ -68,15 +68,20 @@ func RBACObjects(fn *function.Function) []client.Object {
 // running as its ServiceAccount, with a request timeout above the longest sweep.
 //
 // Its settings (docs/configuration.md) come from the optional ConfigMap <name>-settings, so
-// operators set them without editing generated files. A function that works on a Target
-// cluster reads that cluster's kubeconfig from the Secret <name>-target (key kubeconfig): the
-// revision does not start before the operator has created it.
+// operators set them without editing generated files. A function deployed per seed serves every
+// shoot of the seed (MULTI_TENANT); another that works on a Target cluster reads that cluster's
+// kubeconfig from the Secret <name>-target (key kubeconfig): the revision does not start before
+// the operator has created it.
 func KnativeService(fn *function.Function) *unstructured.Unstructured {
 	svc := knativeService(fn.Name, "functions/"+fn.Name, fn.Name)
 	podSpec := svc.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 	container := podSpec["containers"].([]any)[0].(map[string]any)
 	container["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": SettingsConfigMap(fn), "optional": true}}}
-	if slices.Contains(fn.Clusters(), function.Target) {
+	switch fn.DeploymentMode() {
+	case function.PerSeed:
+		// Every shoot of the seed, reached with the access Secrets of its namespace.
+		container["env"] = []any{map[string]any{"name": "MULTI_TENANT", "value": "true"}}
+	case function.SingleTarget:
 		container["env"] = []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"}}
 		container["volumeMounts"] = []any{map[string]any{"name": "target", "mountPath": targetMountPath, "readOnly": true}}
 		podSpec["volumes"] = []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": TargetSecret(fn)}}}

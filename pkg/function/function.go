@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -195,6 +196,9 @@ type List struct {
 	// Indexes answer the field selectors the reconciler lists this kind with during the
 	// sweep, by field name (e.g. "spec.seedName" → the Shoot's seed name).
 	Indexes map[string]IndexFunc
+	// Optional marks a kind the cluster may not serve (a CRD such as Prometheus in a shoot):
+	// then it holds no objects, instead of failing the sweep.
+	Optional bool
 }
 
 // IndexFunc returns the values of one field of an object, for field selectors.
@@ -247,6 +251,22 @@ type Function struct {
 	Watches        []Watch
 	Reconcilers    []Reconciler
 	Sweeps         []Sweep
+	// Deployment is how config/ and the local landscape deploy a function that works on a
+	// Target: SingleTarget (empty: the kubeconfig of the Secret <name>-target, e.g. gardenlet's
+	// seed) or PerSeed (MULTI_TENANT: every shoot of the seed, GRM's functions). The same image
+	// runs in every mode; the environment picks it (Mode).
+	Deployment Mode
+}
+
+// DeploymentMode is how config/ deploys the function's Target ("" for functions without one).
+func (f *Function) DeploymentMode() Mode {
+	if !slices.Contains(f.Clusters(), Target) {
+		return ""
+	}
+	if f.Deployment == "" {
+		return SingleTarget
+	}
+	return f.Deployment
 }
 
 // ScheduleEvery is the cron schedule of a PingSource that ticks every d: whole seconds below a
@@ -361,6 +381,11 @@ func (f *Function) Validate() error {
 	}
 	if len(f.Reconcilers) == 0 {
 		errs = append(errs, errors.New("no reconcilers"))
+	}
+	switch f.Deployment {
+	case "", SingleTarget, PerSeed:
+	default:
+		errs = append(errs, fmt.Errorf("deployment %q is neither %s nor %s", f.Deployment, SingleTarget, PerSeed))
 	}
 	names := map[string]bool{}
 	for _, r := range f.Reconcilers {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -148,7 +149,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 				held.add(item)
 			}
 			return nil
-		}); err != nil {
+		}); err != nil && !(l.Optional && meta.IsNoMatchError(err)) {
 			return sweepResult{}, err
 		}
 		snap(l.Cluster).related[l.Kind.GroupKind()] = held

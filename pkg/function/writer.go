@@ -2,16 +2,20 @@ package function
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"gomodules.xyz/jsonpatch/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -27,8 +31,10 @@ type Writer interface {
 	// writer was first.
 	Create(ctx context.Context, obj client.Object) error
 	// Patch applies mutate to obj and sends what it changed as a JSON patch, conditional on
-	// obj's resourceVersion. It sends nothing (and reports false) when mutate changed nothing.
-	// On success obj holds the server's answer.
+	// obj's resourceVersion. It sends nothing (and reports false) when mutate changed nothing,
+	// or when the server found nothing to change in the very same patch of the very same
+	// version of the object before (e.g. a manifest that leaves out what the server defaults:
+	// obj then stays as read). On success obj holds the server's answer.
 	Patch(ctx context.Context, obj client.Object, mutate func()) (changed bool, err error)
 	// PatchStatus is Patch on the status subresource.
 	PatchStatus(ctx context.Context, obj client.Object, mutate func()) (changed bool, err error)
@@ -37,9 +43,19 @@ type Writer interface {
 }
 
 // NewWriter returns the optimistic writer over c.
-func NewWriter(c client.Client) Writer { return &optimisticWriter{c: c} }
+func NewWriter(c client.Client) Writer { return &optimisticWriter{c: c, noops: lru.New(noopMemory)} }
 
-type optimisticWriter struct{ c client.Client }
+// noopMemory bounds how many patches the server answered without a change are remembered
+// (about 100 bytes each).
+const noopMemory = 20000
+
+type optimisticWriter struct {
+	c client.Client
+	// noops remembers patches the server applied without a change (its answer kept the
+	// resourceVersion), by the object's UID and version and the patch: while the object stays at
+	// that version, the same patch would change nothing again, so it is not sent again.
+	noops *lru.Cache
+}
 
 func (w *optimisticWriter) Create(ctx context.Context, obj client.Object) error {
 	return w.c.Create(ctx, obj)
@@ -59,7 +75,15 @@ func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate 
 	if err != nil || d == nil {
 		return false, err
 	}
-	err = send(d.patch(rv))
+	patch := d.patch(rv)
+	noop := noopKey{tenant: tenant.From(ctx), uid: obj.GetUID(), rv: rv, patch: d.fingerprint()}
+	if _, known := w.noops.Get(noop); known {
+		return false, json.Unmarshal(d.before, obj)
+	}
+	err = send(patch)
+	if err == nil && obj.GetResourceVersion() == rv {
+		w.noops.Add(noop, struct{}{})
+	}
 	if !apierrors.IsInvalid(err) {
 		return true, err
 	}
@@ -99,6 +123,27 @@ func (w *optimisticWriter) Delete(ctx context.Context, obj client.Object, opts .
 type change struct {
 	ops   []jsonpatch.Operation
 	after map[string]any
+	// before is the object as read, in JSON.
+	before []byte
+}
+
+// fingerprint identifies the change whatever the order of its operations (the diff's order
+// follows map iteration).
+func (c *change) fingerprint() [sha256.Size]byte {
+	ops := make([]string, 0, len(c.ops))
+	for _, op := range c.ops {
+		ops = append(ops, op.Json())
+	}
+	slices.Sort(ops)
+	return sha256.Sum256([]byte(strings.Join(ops, "\n")))
+}
+
+// noopKey identifies a patch of one version of one object.
+type noopKey struct {
+	tenant tenant.Name
+	uid    types.UID
+	rv     string
+	patch  [sha256.Size]byte
 }
 
 // diff applies mutate to obj and returns what it changed; nil when nothing changed.
@@ -128,7 +173,7 @@ func diff(obj client.Object, mutate func()) (*change, error) {
 			return nil, fmt.Errorf("patching %s: a reconciler must not change the resourceVersion", client.ObjectKeyFromObject(obj))
 		}
 	}
-	c := &change{ops: ops}
+	c := &change{ops: ops, before: before}
 	if err := json.Unmarshal(after, &c.after); err != nil {
 		return nil, err
 	}

@@ -7,8 +7,12 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
 	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,4 +83,18 @@ var (
 	Event                     = function.NewKind(corev1.SchemeGroupVersion, "Event", "events")
 	Lease                     = function.NewKind(coordinationv1.SchemeGroupVersion, "Lease", "leases")
 	CertificateSigningRequest = function.NewClusterKind(certificatesv1.SchemeGroupVersion, "CertificateSigningRequest", "certificatesigningrequests")
+	Role                      = function.NewKind(rbacv1.SchemeGroupVersion, "Role", "roles")
+	Service                   = function.NewKind(corev1.SchemeGroupVersion, "Service", "services")
+	Pod                       = function.NewKind(corev1.SchemeGroupVersion, "Pod", "pods")
+	Deployment                = function.NewKind(appsv1.SchemeGroupVersion, "Deployment", "deployments")
+	StatefulSet               = function.NewKind(appsv1.SchemeGroupVersion, "StatefulSet", "statefulsets")
+	DaemonSet                 = function.NewKind(appsv1.SchemeGroupVersion, "DaemonSet", "daemonsets")
+	Job                       = function.NewKind(batchv1.SchemeGroupVersion, "Job", "jobs")
+	CronJob                   = function.NewKind(batchv1.SchemeGroupVersion, "CronJob", "cronjobs")
+	HorizontalPodAutoscaler   = function.NewKind(autoscalingv1.SchemeGroupVersion, "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+)
+
+// GRM's kinds (resources.gardener.cloud, a CRD in the seed that config/ ships).
+var (
+	ManagedResource = function.NewKind(resourcesv1alpha1.SchemeGroupVersion, "ManagedResource", "managedresources")
 )

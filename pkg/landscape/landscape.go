@@ -30,6 +30,9 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/localsources"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
@@ -51,6 +54,11 @@ type Options struct {
 // cluster get it as SEED_NAME (Options.Env may override it).
 const SeedName = "local-seed"
 
+// Tenant is the shoot control-plane namespace of the landscape's one shoot: GRM's functions,
+// deployed per seed, serve it with the shoot's control plane (Shoot) as its target. The
+// landscape's main control plane is that seed (as a garden runtime cluster may be one).
+const Tenant tenant.Name = "shoot--local--demo"
+
 // Landscape is a running local landscape.
 type Landscape struct {
 	Env        *testenv.Env
@@ -65,6 +73,10 @@ type Landscape struct {
 	// name for installation on the seed.
 	ChartRegistry  *ocitest.Registry
 	SampleChartRef string
+	// Shoot is a third control plane, the target of the tenant Tenant, started when a function
+	// is deployed per seed (GRM's); ShootKubeconfig is its admin's kubeconfig.
+	Shoot           *testenv.Env
+	ShootKubeconfig string
 	// URLs of the running functions, by name.
 	URLs      map[string]string
 	opts      Options
@@ -92,6 +104,17 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	}
 	if l.Kubeconfig, err = writeKubeconfig(l.Env, filepath.Join(opts.Dir, "kubeconfig")); err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(opts.Functions, perSeed) {
+		if l.Shoot, err = testenv.Start(); err != nil {
+			return nil, fmt.Errorf("shoot: %w", err)
+		}
+		if l.ShootKubeconfig, err = writeKubeconfig(l.Shoot, filepath.Join(opts.Dir, "shoot-kubeconfig")); err != nil {
+			return nil, err
+		}
+		if err := l.Env.Enroll(ctx, Tenant, l.Shoot); err != nil {
+			return nil, fmt.Errorf("enrolling the shoot %s: %w", Tenant, err)
+		}
 	}
 	if slices.ContainsFunc(opts.Functions, worksOnTarget) {
 		if l.Seed, err = testenv.Start(); err != nil {
@@ -127,8 +150,14 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	return l, nil
 }
 
+// worksOnTarget: the function's Target is the seed control plane (TARGET_KUBECONFIG).
 func worksOnTarget(fn *function.Function) bool {
-	return slices.Contains(fn.Clusters(), function.Target)
+	return fn.DeploymentMode() == function.SingleTarget
+}
+
+// perSeed: the function serves the landscape's shoot as a tenant (MULTI_TENANT).
+func perSeed(fn *function.Function) bool {
+	return fn.DeploymentMode() == function.PerSeed
 }
 
 func writeKubeconfig(env *testenv.Env, path string) (string, error) {
@@ -154,6 +183,9 @@ func (l *Landscape) startFunction(ctx context.Context, fn *function.Function) er
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+l.Kubeconfig)
 	if worksOnTarget(fn) {
 		cmd.Env = append(cmd.Env, "TARGET_KUBECONFIG="+l.SeedKubeconfig, "SEED_NAME="+SeedName)
+	}
+	if perSeed(fn) {
+		cmd.Env = append(cmd.Env, "MULTI_TENANT=true")
 	}
 	cmd.Env = append(cmd.Env, l.opts.Env[name]...)
 	if l.opts.FunctionOutput != nil {
@@ -201,7 +233,15 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 	if logger == nil {
 		logger = zap.NewNop().Sugar()
 	}
-	s, err := localsources.Start(ctx, l.opts.Functions, localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger})
+	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger}
+	if l.Shoot != nil {
+		tenants, err := clients.New(clients.Options{Seed: l.Env.Client, Scheme: scheme.Gardener, SharedMapper: l.Env.Client.RESTMapper()})
+		if err != nil {
+			return err
+		}
+		opts.Target = localsources.Target{Mode: function.PerSeed, Seed: l.Env.Client, Tenants: tenants, Interval: time.Second}
+	}
+	s, err := localsources.Start(ctx, l.opts.Functions, opts)
 	if err != nil {
 		return err
 	}
@@ -247,6 +287,9 @@ func (l *Landscape) Stop() error {
 	}
 	if l.Seed != nil {
 		errs = append(errs, l.Seed.Stop())
+	}
+	if l.Shoot != nil {
+		errs = append(errs, l.Shoot.Stop())
 	}
 	return errors.Join(errs...)
 }

@@ -233,10 +233,10 @@ func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerS
 	return apiserver.NewAdapter(ctx, env, ceClient), nil
 }
 
-// targetSourceOptions configures the target source as its ContainerSource would run it: the
-// adapter's environment from the container's, the sink and overrides as Knative's SinkBinding
-// injects them.
-func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Options) (targetsource.Options, error) {
+// AdapterEnv is the environment of Knative's adapter in the target source's pod: its own
+// variables from the ContainerSource's container, the sink and overrides as Knative's
+// SinkBinding injects them.
+func AdapterEnv(source *sourcesv1.ContainerSource, sink string) (adapter.EnvConfigAccessor, error) {
 	vars := map[string]string{"K_SINK": sink}
 	for _, e := range source.Spec.Template.Spec.Containers[0].Env {
 		switch e.Name {
@@ -248,7 +248,7 @@ func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Op
 	}
 	overrides, err := json.Marshal(source.Spec.CloudEventOverrides)
 	if err != nil {
-		return targetsource.Options{}, err
+		return nil, err
 	}
 	vars["K_CE_OVERRIDES"] = string(overrides)
 	var env adapter.EnvConfigAccessor
@@ -256,6 +256,17 @@ func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Op
 		env = adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
 		return nil
 	}); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// targetSourceOptions configures the target source as its ContainerSource would run it: the
+// adapter's environment from the container's, the sink and overrides as Knative's SinkBinding
+// injects them.
+func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Options) (targetsource.Options, error) {
+	env, err := AdapterEnv(source, sink)
+	if err != nil {
 		return targetsource.Options{}, err
 	}
 	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: env})

@@ -47,6 +47,10 @@ func TestMain(m *testing.M) {
 			"bastion": {"LOG_LEVEL=debug"},
 			// On, so that its sweep runs (unconfigured, as in Gardener, it is off).
 			"event": {"EVENT_TTL_NON_SHOOT_EVENTS=1h"},
+			// Off unless configured, as in Gardener; managedresource then leaves collectable
+			// objects to it.
+			"garbagecollector": {"GARBAGE_COLLECTOR_ENABLED=true"},
+			"managedresource":  {"GARBAGE_COLLECTOR_ENABLED=true"},
 		},
 	})
 	if err != nil {

@@ -319,3 +319,35 @@ func LoadConfig[C any](fn *function.Function) (*C, error) {
 	}
 	return cfg.(*C), nil
 }
+
+// Metric sums the samples of the function's counter or gauge name whose labels include labels.
+func (h *Harness) Metric(name string, labels map[string]string) float64 {
+	h.t.Helper()
+	families, err := h.Registry.Gather()
+	require.NoError(h.t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue samples
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}

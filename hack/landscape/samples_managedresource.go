@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/landscape"
+)
+
+// The ManagedResource sample: in the seed's namespace of the landscape's shoot, a Secret with a
+// Namespace, a ConfigMap and a Deployment for the shoot, and the ManagedResource naming it.
+const (
+	grmSampleName      = "demo"
+	grmSampleNamespace = "demo"
+	grmSampleConfigMap = "demo-config"
+	grmSampleValue     = "as the ManagedResource says"
+)
+
+var grmSampleManifest = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + grmSampleNamespace + `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ` + grmSampleConfigMap + `
+  namespace: ` + grmSampleNamespace + `
+data:
+  greeting: ` + grmSampleValue + `
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: demo
+  namespace: ` + grmSampleNamespace + `
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: demo}
+  template:
+    metadata:
+      labels: {app: demo}
+    spec:
+      containers:
+      - name: demo
+        image: registry.local/demo:1
+`
+
+// managedresourceSamples creates the ManagedResource sample in the seed (the landscape's main
+// control plane), for GRM's functions to apply into the shoot.
+func managedresourceSamples(ctx context.Context, c client.Client) error {
+	ns := string(landscape.Tenant)
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: grmSampleName},
+		Data:       map[string][]byte{"objects.yaml": []byte(grmSampleManifest)},
+	}); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	return client.IgnoreAlreadyExists(c.Create(ctx, &resourcesv1alpha1.ManagedResource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: grmSampleName},
+		Spec:       resourcesv1alpha1.ManagedResourceSpec{SecretRefs: []corev1.LocalObjectReference{{Name: grmSampleName}}},
+	}))
+}
+
+// grmSample is the live view's line following the ManagedResource sample: applied into the
+// shoot, a manual edit of its ConfigMap (made once, by this line) reconciled back on the edit's
+// own event, and its conditions.
+type grmSample struct {
+	seed, shoot client.Client
+	edited      time.Time
+}
+
+func (g *grmSample) line() string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	mr := &resourcesv1alpha1.ManagedResource{}
+	if err := g.seed.Get(ctx, client.ObjectKey{Namespace: string(landscape.Tenant), Name: grmSampleName}, mr); err != nil {
+		return "GRM: ManagedResource " + grmSampleName + " …"
+	}
+	steps := []string{fmt.Sprintf("ManagedResource %s/%s %s", mr.Namespace, mr.Name, conditionMark(mr, resourcesv1alpha1.ResourcesApplied))}
+	cm := &corev1.ConfigMap{}
+	err := g.shoot.Get(ctx, client.ObjectKey{Namespace: grmSampleNamespace, Name: grmSampleConfigMap}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		steps = append(steps, "objects in shoot …")
+	case err != nil:
+		steps = append(steps, "shoot unreachable")
+	default:
+		steps = append(steps, fmt.Sprintf("%d objects in shoot ✓", len(mr.Status.Resources)))
+		steps = append(steps, g.drift(ctx, cm))
+	}
+	steps = append(steps, "healthy "+conditionMark(mr, resourcesv1alpha1.ResourcesHealthy))
+	return "GRM: " + strings.Join(steps, " → ")
+}
+
+// drift edits the ConfigMap by hand once, and then tells whether the function put it back.
+func (g *grmSample) drift(ctx context.Context, cm *corev1.ConfigMap) string {
+	if g.edited.IsZero() {
+		cm.Data["greeting"] = "edited by hand"
+		if err := g.shoot.Update(ctx, cm); err != nil {
+			return "manual edit …"
+		}
+		g.edited = time.Now()
+		return "manual edit made"
+	}
+	if cm.Data["greeting"] == grmSampleValue {
+		return "manual edit reverted ✓"
+	}
+	return fmt.Sprintf("manual edit pending (%s)", time.Since(g.edited).Round(time.Second))
+}
+
+func conditionMark(mr *resourcesv1alpha1.ManagedResource, t gardencorev1beta1.ConditionType) string {
+	for _, c := range mr.Status.Conditions {
+		if c.Type == t {
+			if c.Status == "True" {
+				return "✓"
+			}
+			return string(c.Status) + " (" + c.Reason + ")"
+		}
+	}
+	return "…"
+}

@@ -1,0 +1,270 @@
+package managedresource_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/eventing/pkg/adapter/v2"
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/garbagecollector"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/health"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/localsources"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+// manyObjects is a manifest of n objects: ConfigMaps, and every tenth a Service and every
+// twentieth a Deployment.
+func manyObjects(namespace string, n int) string {
+	var parts []string
+	for i := range n {
+		switch {
+		case i%20 == 19:
+			parts = append(parts, strings.ReplaceAll(strings.ReplaceAll(deployment(namespace), "name: web\n", fmt.Sprintf("name: web-%d\n", i)), "app: web", fmt.Sprintf("app: web-%d", i)))
+		case i%10 == 9:
+			parts = append(parts, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-%d\n  namespace: %s\nspec:\n  ports:\n  - port: 80\n", i, namespace))
+		default:
+			parts = append(parts, configMap(namespace, fmt.Sprintf("cm-%d", i), fmt.Sprint(i)))
+		}
+	}
+	return docs(parts...)
+}
+
+// BenchmarkManagedResource200Objects applies one ManagedResource of 200 objects (180
+// ConfigMaps, 10 Services, 10 Deployments) into the target, then reconciles it with nothing
+// changed (after the first no-op, which patches each Deployment once without a change, see
+// docs/functions/managedresource.md). Reported: wall time and requests by cluster and verb.
+func BenchmarkManagedResource200Objects(b *testing.B) {
+	h := singleTarget(b)
+	var apply, noop time.Duration
+	var applySource, applyTarget, noopSource, noopTarget map[string]int
+	i := 0
+	for b.Loop() {
+		ns := namespace(b, shootA)
+		_, mr := manifest(b, ns, fmt.Sprintf("big-%d", i), map[string]string{"objects.yaml": manyObjects(ns, 200)})
+		i++
+		start := time.Now()
+		applySource, applyTarget = measureBoth(h, func() { h.Send("add", mr) })
+		apply += time.Since(start)
+		h.Send("update", get(b, mr)) // the first no-op: the Deployments' defaults, patched once
+		start = time.Now()
+		noopSource, noopTarget = measureBoth(h, func() { h.Send("update", get(b, mr)) })
+		noop += time.Since(start)
+		require.Zero(b, noopSource["patch"]+noopTarget["patch"]+noopTarget["create"]+noopTarget["delete"], "a no-op reconcile writes nothing")
+	}
+	n := float64(i)
+	b.ReportMetric(float64(apply.Milliseconds())/n, "apply-ms")
+	b.ReportMetric(float64(noop.Milliseconds())/n, "noop-ms")
+	for prefix, counts := range map[string]map[string]int{"apply-source": applySource, "apply-target": applyTarget, "noop-source": noopSource, "noop-target": noopTarget} {
+		for verb, c := range counts {
+			b.ReportMetric(float64(c), prefix+"-"+verb)
+		}
+	}
+}
+
+func measureBoth(h *functiontest.Harness, do func()) (source, target map[string]int) {
+	verbs := []string{"get", "list", "create", "patch", "delete"}
+	before := map[string]int{}
+	for _, v := range verbs {
+		before["s"+v], before["t"+v] = h.Requests(v), h.TargetCounter.Total(v)
+	}
+	do()
+	source, target = map[string]int{}, map[string]int{}
+	for _, v := range verbs {
+		if d := h.Requests(v) - before["s"+v]; d > 0 {
+			source[v] = d
+		}
+		if d := h.TargetCounter.Total(v) - before["t"+v]; d > 0 {
+			target[v] = d
+		}
+	}
+	return source, target
+}
+
+// BenchmarkTargetSourcePerSeed runs the target source (Knative's adapter once per tenant) for
+// 100 tenants of one seed, all enrolled against the shoot control plane shootB (tenants share a
+// kube-apiserver here to save memory: each has its own Cluster, access Secrets, client, REST
+// configuration and watches, as on a real seed), watching the Target kinds of the registry's
+// functions. Reported: the live heap per tenant once all watch, the discovery's LISTs per
+// interval, and the always-on pods (one, whatever the number of tenants).
+func BenchmarkTargetSourcePerSeed(b *testing.B) {
+	const tenants = 100
+	ctx := context.Background()
+	names := make([]tenant.Name, tenants)
+	for i := range names {
+		names[i] = tenant.Name(fmt.Sprintf("shoot--bench--t%03d", i))
+		if err := seed.Client.Get(ctx, client.ObjectKey{Name: string(names[i])}, &corev1.Namespace{}); err == nil {
+			continue // enrolled by an earlier round
+		}
+		require.NoError(b, seed.Enroll(ctx, names[i], shootB))
+	}
+	var sent sync.Map
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e, err := binding.ToEvent(r.Context(), cehttp.NewMessageFromHttpRequest(r)); err == nil {
+			sent.Store(e.ID(), true)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer sink.Close()
+	env, ce := targetSource(b, sink.URL)
+	seedClient, counter, err := seed.CountingClient()
+	require.NoError(b, err)
+	var perTenant float64
+	for b.Loop() {
+		access, err := clients.New(clients.Options{Seed: seedClient, Scheme: scheme.Gardener, SharedMapper: seedClient.RESTMapper()})
+		require.NoError(b, err)
+		runCtx, cancel := context.WithCancel(ctx)
+		before := liveHeap()
+		done := make(chan error, 1)
+		go func() {
+			done <- targetsource.Run(runCtx, targetsource.Options{
+				Adapter: env, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--bench--",
+				Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar(),
+			})
+		}()
+		// Every tenant watches once a change in the shared shoot reaches the sink once per tenant.
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "probe-", Labels: map[string]string{"resources.gardener.cloud/managed-by": "gardener"}}}
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			time.Sleep(2 * time.Second)
+			counted := 0
+			sent.Range(func(any, any) bool { counted++; return true })
+			if counted >= tenants {
+				break
+			}
+			if probe.Name == "" {
+				require.NoError(b, shootB.Client.Create(ctx, probe))
+			} else {
+				probe.Data = map[string]string{"t": time.Now().String()}
+				require.NoError(b, shootB.Client.Update(ctx, probe))
+			}
+		}
+		after := liveHeap()
+		perTenant = float64(after-before) / tenants
+		counter.Reset()
+		time.Sleep(3 * time.Second)
+		b.ReportMetric(float64(counter.Total("list"))/3, "seed-lists-per-interval")
+		cancel()
+		require.NoError(b, <-done)
+		if probe.Name != "" {
+			require.NoError(b, shootB.Client.Delete(ctx, probe))
+		}
+	}
+	b.ReportMetric(perTenant/1024, "KiB-per-tenant")
+	b.ReportMetric(1, "always-on-pods")
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkTargetEventLatency measures, per seed, from a change of a managed object in a
+// tenant's shoot to the function's answer of the event the target source sent for it (the
+// manual edit reverted): p50 and p99 over the loop's edits.
+func BenchmarkTargetEventLatency(b *testing.B) {
+	ctx := context.Background()
+	h := functiontest.New(b, seed, managedresource.Function, functiontest.WithTenants(), functiontest.WithConfig(config(b)))
+	ns := targetNamespace(b)
+	name := "latency-" + ns
+	_, mr := manifest(b, string(tenantA), name, map[string]string{"objects.yaml": configMap(ns, "watched", "a")})
+	h.Send("add", mr)
+
+	answered := make(chan time.Time, 1024)
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The Broker's Trigger in front of the function, reduced to what the latency is about:
+		// the function answers the target's event.
+		e, err := binding.ToEvent(r.Context(), cehttp.NewMessageFromHttpRequest(r))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if fmt.Sprint(e.Extensions()["name"]) != "watched" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		code, _ := h.Post(*e)
+		answered <- time.Now()
+		w.WriteHeader(code)
+	}))
+	defer relay.Close()
+	env, ce := targetSource(b, relay.URL)
+	seedClient, _, err := seed.CountingClient()
+	require.NoError(b, err)
+	access, err := clients.New(clients.Options{Seed: seedClient, Scheme: scheme.Gardener, SharedMapper: seedClient.RESTMapper()})
+	require.NoError(b, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_ = targetsource.Run(runCtx, targetsource.Options{Adapter: env, Sink: ce, Seed: seedClient, Tenants: access, Prefix: string(tenantA), Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar()})
+	}()
+	time.Sleep(3 * time.Second) // the adapter's watches start
+
+	var latencies []time.Duration
+	for b.Loop() {
+		cm := &corev1.ConfigMap{}
+		require.NoError(b, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "watched"}, cm))
+		cm.Data["key"] = "edited"
+		start := time.Now()
+		require.NoError(b, shootA.Client.Update(ctx, cm))
+		// Our own revert causes one more event; wait for the edit's answer.
+		select {
+		case at := <-answered:
+			latencies = append(latencies, at.Sub(start))
+		case <-time.After(30 * time.Second):
+			b.Fatal("the edit's event was not answered within 30s")
+		}
+		time.Sleep(200 * time.Millisecond)
+		for len(answered) > 0 {
+			<-answered
+		}
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// targetSource is the registry's GRM functions' target source, with its adapter's environment
+// for the sink, and a client of the sink.
+func targetSource(b *testing.B, sink string) (adapter.EnvConfigAccessor, cloudevents.Client) {
+	b.Helper()
+	objs, err := sources.Objects([]*function.Function{managedresource.Function, health.Function, garbagecollector.Function})
+	require.NoError(b, err)
+	for _, o := range objs {
+		if cs, ok := o.(*sourcesv1.ContainerSource); ok {
+			env, err := localsources.AdapterEnv(cs, sink)
+			require.NoError(b, err)
+			ce, err := adapter.NewClient(adapter.ClientConfig{Env: env})
+			require.NoError(b, err)
+			return env, ce
+		}
+	}
+	b.Fatal("the GRM functions watch their targets: a target source")
+	return nil, nil
+}

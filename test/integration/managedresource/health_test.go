@@ -1,0 +1,99 @@
+package managedresource_test
+
+import (
+	"context"
+	"testing"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/health"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+)
+
+func healthConfig(t testing.TB) *health.Config {
+	t.Helper()
+	cfg, err := functiontest.LoadConfig[health.Config](health.Function)
+	require.NoError(t, err)
+	return cfg
+}
+
+// The health function checks what a ManagedResource applied: a Deployment that is not rolled
+// out makes it unhealthy and progressing, its roll-out (its own event) healthy and rolled out; an
+// object that is gone makes it unhealthy; skip-health-check leaves an object out.
+func TestHealthAndProgressing(t *testing.T) {
+	ctx := context.Background()
+	apply := singleTarget(t)
+	h := functiontest.New(t, seed, health.Function, functiontest.AsFunction(), functiontest.WithTarget(shootA), functiontest.WithConfig(healthConfig(t)))
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": docs(configMap(ns, "cfg", "a"), deployment(ns))})
+	apply.Send("add", mr)
+	mr = get(t, mr)
+
+	h.Send("update", mr)
+	mr = get(t, mr)
+	status, reason, message := condition(mr, "ResourcesHealthy")
+	assert.Equal(t, "False", status)
+	assert.Equal(t, "DeploymentUnhealthy", reason, message)
+	status, reason, _ = condition(mr, "ResourcesProgressing")
+	assert.Equal(t, "True", status)
+	assert.Equal(t, "DeploymentProgressing", reason)
+
+	// The Deployment rolls out: its status event makes the ManagedResource healthy.
+	d := &appsv1.Deployment{}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d))
+	d.Spec.Replicas = nil // preserve-replicas: the sample's replicas were 2
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
+		ReadyReplicas: *d.Spec.Replicas, AvailableReplicas: *d.Spec.Replicas,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	require.NoError(t, shootA.Client.Status().Update(ctx, d))
+	for i := range *d.Spec.Replicas {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web-", Labels: map[string]string{"app": "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+		}
+		require.NoError(t, shootA.Client.Create(ctx, pod), "pod %d", i)
+	}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
+	h.SendTarget("update", d, "")
+	mr = get(t, mr)
+	status, reason, message = condition(mr, "ResourcesHealthy")
+	assert.Equal(t, "True", status, message)
+	assert.Equal(t, "ResourcesHealthy", reason)
+	status, reason, _ = condition(mr, "ResourcesProgressing")
+	assert.Equal(t, "False", status)
+	assert.Equal(t, "ResourcesRolledOut", reason)
+
+	// An object that is gone: the sweep finds out.
+	require.NoError(t, shootA.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}))
+	h.Sweep(health.Health)
+	status, reason, _ = condition(get(t, mr), "ResourcesHealthy")
+	assert.Equal(t, "False", status)
+	assert.Equal(t, "ConfigMapMissing", reason)
+}
+
+// An unchanged ManagedResource's health sweep writes nothing.
+func TestHealthSweepWritesNothingWhenNothingChanged(t *testing.T) {
+	apply := singleTarget(t)
+	h := functiontest.New(t, seed, health.Function, functiontest.AsFunction(), functiontest.WithTarget(shootA), functiontest.WithConfig(healthConfig(t)))
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": configMap(ns, "cfg", "a")})
+	apply.Send("add", mr)
+	h.Sweep(health.Health)
+	status, _, _ := condition(get(t, mr), string(resourcesv1alpha1.ResourcesHealthy))
+	require.Equal(t, "True", status)
+	h.ResetRequests()
+	h.Sweep(health.Health)
+	assert.Zero(t, h.Requests("patch"))
+}

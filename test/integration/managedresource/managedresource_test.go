@@ -1,0 +1,200 @@
+package managedresource_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/andybalholm/brotli"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func deployment(namespace string) string {
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ` + namespace + `
+  annotations:
+    resources.gardener.cloud/preserve-replicas: "true"
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+`
+}
+
+// A ManagedResource's objects, from every key of its Secrets (Brotli-compressed too), are
+// created in the target with the origin, the managed-by label and the injected labels (pod
+// templates too); its status lists them with the data's checksum, and ResourcesApplied says so.
+func TestAppliesObjectsAndReportsThem(t *testing.T) {
+	ctx := context.Background()
+	h := singleTarget(t)
+	ns := namespace(t, shootA)
+	var compressed bytes.Buffer
+	w := brotli.NewWriter(&compressed)
+	_, _ = w.Write([]byte(configMap(ns, "compressed", "b")))
+	require.NoError(t, w.Close())
+	_, mr := manifest(t, ns, "app", map[string]string{
+		"objects.yaml": docs(configMap(ns, "plain", "a"), deployment(ns)),
+		"data.yaml.br": compressed.String(),
+	}, func(mr *resourcesv1alpha1.ManagedResource) {
+		mr.Spec.InjectLabels = map[string]string{"injected": "yes"}
+	})
+
+	h.Send("add", mr)
+
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain"}, cm))
+	assert.Equal(t, ns+"/app", cm.Annotations[resourcesv1alpha1.OriginAnnotation])
+	assert.Equal(t, "gardener", cm.Labels[resourcesv1alpha1.ManagedBy])
+	assert.Equal(t, "yes", cm.Labels["injected"])
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "compressed"}, &corev1.ConfigMap{}))
+	d := &appsv1.Deployment{}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d))
+	assert.Equal(t, "yes", d.Spec.Template.Labels["injected"], "labels are injected into pod templates")
+
+	got := get(t, mr)
+	assert.Contains(t, got.Finalizers, "resources.gardener.cloud/gardener-resource-manager")
+	assert.Len(t, got.Status.Resources, 3)
+	assert.Equal(t, got.Generation, got.Status.ObservedGeneration)
+	assert.NotEmpty(t, ptr.Deref(got.Status.SecretsDataChecksum, ""))
+	status, reason, _ := condition(got, "ResourcesApplied")
+	assert.Equal(t, "True", status)
+	assert.Equal(t, resourcesv1alpha1.ConditionApplySucceeded, reason)
+	status, reason, _ = condition(got, "ResourcesHealthy")
+	assert.Equal(t, "Unknown", status, "the health checks are pending for a new set of resources")
+	assert.Equal(t, resourcesv1alpha1.ConditionChecksPending, reason)
+
+	// A reconcile with nothing changed writes nothing, in either cluster. (The first one after
+	// the objects were created patches the Deployment once, without a change: its manifest
+	// leaves out what the API server defaults. The server's answer keeps its resourceVersion,
+	// and the function does not send the same patch of the same version again.)
+	h.Send("update", mr)
+	h.ResetRequests()
+	h.TargetCounter.Reset()
+	h.Send("update", mr)
+	for _, verb := range []string{"create", "update", "patch", "delete"} {
+		assert.Zero(t, h.Requests(verb), "source %s", verb)
+		assert.Zero(t, h.TargetCounter.Total(verb), "target %s", verb)
+	}
+
+	// Manual changes are reconciled back: on the object's own event.
+	cm.Data["key"] = "changed by hand"
+	require.NoError(t, shootA.Client.Update(ctx, cm))
+	h.SendTarget("update", cm, "")
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
+	assert.Equal(t, "a", cm.Data["key"])
+
+	// preserve-replicas keeps what someone else scaled the Deployment to.
+	d.Spec.Replicas = ptr.To(int32(5))
+	require.NoError(t, shootA.Client.Update(ctx, d))
+	h.Sweep("sync")
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
+	assert.Equal(t, int32(5), *d.Spec.Replicas)
+}
+
+// Objects no longer described are deleted, unless they keep themselves; objects now of mode
+// Ignore are released (no origin), not deleted.
+func TestRemovedObjectsAreDeletedOrReleased(t *testing.T) {
+	ctx := context.Background()
+	h := singleTarget(t)
+	ns := namespace(t, shootA)
+	kept := configMap(ns, "kept", "k")
+	kept = kept[:len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n")] + "  annotations:\n    resources.gardener.cloud/keep-object: \"true\"\n" + kept[len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n"):]
+	secret, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": docs(configMap(ns, "stays", "a"), configMap(ns, "goes", "b"), configMap(ns, "released", "c"), kept)})
+	h.Send("add", mr)
+
+	released := configMap(ns, "released", "c")
+	released = released[:len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n")] + "  annotations:\n    resources.gardener.cloud/mode: Ignore\n" + released[len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n"):]
+	secret.Data = map[string][]byte{"objects.yaml": []byte(docs(configMap(ns, "stays", "a"), released))}
+	require.NoError(t, seed.Client.Update(ctx, secret))
+	h.Sweep("sync") // data changed in place is the sync's
+
+	err := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "goes"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept"}, &corev1.ConfigMap{}), "keep-object keeps it")
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "released"}, cm))
+	assert.NotContains(t, cm.Annotations, resourcesv1alpha1.OriginAnnotation, "released, no longer managed")
+	assert.Len(t, get(t, mr).Status.Resources, 1)
+}
+
+// A Secret whose content is no object yields a condition with the reason; the rest is applied.
+func TestInvalidContentIsReported(t *testing.T) {
+	ctx := context.Background()
+	h := singleTarget(t)
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "broken", map[string]string{"objects.yaml": docs(configMap(ns, "fine", "a"), "this: [is not\n")})
+	h.Send("add", mr)
+	status, reason, message := condition(get(t, mr), "ResourcesApplied")
+	assert.Equal(t, "False", status)
+	assert.Equal(t, resourcesv1alpha1.ConditionDecodingFailed, reason)
+	assert.Contains(t, message, "Could not decode resource at index 1 in 'objects.yaml'")
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fine"}, &corev1.ConfigMap{}))
+}
+
+// An ignored ManagedResource is skipped (its conditions say so); its deletion is still handled,
+// and deleting a ManagedResource deletes its objects, then its finalizer goes.
+func TestIgnoreAndDeletion(t *testing.T) {
+	ctx := context.Background()
+	h := singleTarget(t)
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": configMap(ns, "obj", "a")})
+	h.Send("add", mr)
+
+	mr = get(t, mr)
+	mr.Annotations = map[string]string{resourcesv1alpha1.Ignore: "true"}
+	require.NoError(t, seed.Client.Update(ctx, mr))
+	h.Send("update", mr)
+	status, reason, _ := condition(get(t, mr), "ResourcesApplied")
+	assert.Equal(t, "True", status)
+	assert.Equal(t, resourcesv1alpha1.ConditionManagedResourceIgnored, reason)
+
+	require.NoError(t, seed.Client.Delete(ctx, mr))
+	h.Send("update", get(t, mr))
+	err := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "obj"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "deleted with the ManagedResource: %v", err)
+	err = seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{})
+	assert.True(t, apierrors.IsNotFound(err), "the finalizer is gone: %v", err)
+}
+
+// keepObjects leaves the objects when the ManagedResource goes.
+func TestKeepObjects(t *testing.T) {
+	ctx := context.Background()
+	h := singleTarget(t)
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": configMap(ns, "obj", "a")},
+		func(mr *resourcesv1alpha1.ManagedResource) { mr.Spec.KeepObjects = ptr.To(true) })
+	h.Send("add", mr)
+	require.NoError(t, seed.Client.Delete(ctx, mr))
+	h.Send("update", get(t, mr))
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "obj"}, &corev1.ConfigMap{}))
+}
+
+// A ManagedResource of another class is not this deployment's.
+func TestOtherClassIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	h := singleTarget(t)
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "seed-class", map[string]string{"objects.yaml": configMap(ns, "obj", "a")},
+		func(mr *resourcesv1alpha1.ManagedResource) { mr.Spec.Class = ptr.To("seed") })
+	h.Send("add", mr)
+	err := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "obj"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	assert.Empty(t, get(t, mr).Finalizers)
+}

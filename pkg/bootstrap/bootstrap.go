@@ -93,6 +93,14 @@ type ClientOption func(*rest.Config)
 // server's priority and fairness still protects it.
 func Unthrottled(cfg *rest.Config) { cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil }
 
+// CountedAndLimited configures a REST configuration the process builds itself (a tenant's) as
+// its own clients are: requests counted, and the client-side rate limit of KUBE_API_QPS and
+// KUBE_API_BURST (client-go's default of 5 per second would queue a reconcile's reads).
+func (p *Process) CountedAndLimited(cfg *rest.Config) {
+	p.Requests.Instrument(cfg)
+	cfg.QPS, cfg.Burst = p.Config.QPS, p.Config.Burst
+}
+
 // SourceRESTConfig is the counted REST configuration of the source cluster, for clients the
 // runtime does not build itself.
 func (p *Process) SourceRESTConfig(opts ...ClientOption) (*rest.Config, error) {

@@ -147,7 +147,7 @@ func targetEnv(env *Env, process *bootstrap.Process, cfg Config) error {
 		env.Tenants, err = clients.New(clients.Options{
 			Seed: env.Source, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret,
 			SharedMapper: env.Source.RESTMapper(), Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL,
-			Log: process.Log, ConfigureREST: process.Requests.Instrument,
+			Log: process.Log, ConfigureREST: process.CountedAndLimited,
 		})
 		return err
 	case cfg.TargetKubeconfig != "":

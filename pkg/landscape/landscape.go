@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
@@ -235,7 +236,7 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 	}
 	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger}
 	if l.Shoot != nil {
-		tenants, err := clients.New(clients.Options{Seed: l.Env.Client, Scheme: scheme.Gardener, SharedMapper: l.Env.Client.RESTMapper()})
+		tenants, err := clients.New(clients.Options{Seed: l.Env.Client, Scheme: scheme.Gardener, SharedMapper: l.Env.Client.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
 		if err != nil {
 			return err
 		}

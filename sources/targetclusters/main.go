@@ -58,7 +58,7 @@ func run(ctx context.Context) error {
 		opts.Seed = seed
 		if opts.Tenants, err = clients.New(clients.Options{
 			Seed: seed, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret, SharedMapper: seed.RESTMapper(),
-			Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL, Log: process.Log, ConfigureREST: process.Requests.Instrument,
+			Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL, Log: process.Log, ConfigureREST: process.CountedAndLimited,
 		}); err != nil {
 			return err
 		}

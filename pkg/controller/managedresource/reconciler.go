@@ -230,7 +230,10 @@ func scopeOf(mapper meta.RESTMapper) manifests.Scope {
 func (r *Reconciler) applyObjects(ctx context.Context, req function.Request, origin string, objects []manifests.Object, labels map[string]string, equivalences merge.Equivalences) error {
 	merge.SortForApply(objects, func(o manifests.Object) *unstructured.Unstructured { return o.Desired })
 	hpas := &autoscalingv1.HorizontalPodAutoscalerList{}
-	if err := req.Target.List(ctx, hpas); err != nil && !meta.IsNoMatchError(err) {
+	// From the API server's watch cache (resourceVersion 0), as Gardener reads them from its
+	// informer's: a consistent LIST right after a write waits for the cache to catch up with etcd
+	// (about 100 ms), on every event, for objects that rarely change.
+	if err := req.Target.List(ctx, hpas, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil && !meta.IsNoMatchError(err) {
 		return fmt.Errorf("failed to list all HPAs: %w", err)
 	}
 	scaled, err := merge.NewScaleTargets(hpas.Items)

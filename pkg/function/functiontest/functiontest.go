@@ -139,7 +139,10 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		h.TargetCounter = kube.NewRequestCounter(prometheus.NewRegistry())
 		fnEnv.Tenants, err = clients.New(clients.Options{
 			Seed: c, Scheme: scheme.Gardener, SharedMapper: c.RESTMapper(), Log: log,
-			ConfigureREST: h.TargetCounter.Instrument,
+			ConfigureREST: func(c *rest.Config) {
+				h.TargetCounter.Instrument(c)
+				c.QPS, c.Burst = 50, 100 // the functions' default limits (KUBE_API_QPS, KUBE_API_BURST)
+			},
 		})
 		require.NoError(t, err)
 	}

@@ -161,7 +161,13 @@ func (h *harness) readCount() int { h.mu.Lock(); defer h.mu.Unlock(); return *h.
 // send posts the event in binary mode and returns the status code and body.
 func (h *harness) send(t *testing.T, e cloudevents.Event) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.http.URL, bytes.NewReader(e.Data()))
+	return postBinary(t, h.http.URL, e)
+}
+
+// postBinary posts e to url in binary mode and returns the status code and body.
+func postBinary(t *testing.T, url string, e cloudevents.Event) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(e.Data()))
 	require.NoError(t, err)
 	req.Header.Set("Ce-Specversion", "1.0")
 	req.Header.Set("Ce-Id", e.ID())

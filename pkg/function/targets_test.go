@@ -1,9 +1,7 @@
 package function
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,37 +83,18 @@ func serveTargets(t *testing.T, fn *Function, env Env) *httptest.Server {
 	return srv
 }
 
-func configMapEvent(t *testing.T, owner string, extensions map[string]string) *http.Request {
+func configMapEvent(t *testing.T, owner string, extensions map[string]string) cloudevents.Event {
 	t.Helper()
 	e := event(t, ResourceUpdateEventType, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"kube-system","name":"cm","annotations":{"owner":"`+owner+`"}}}`)
 	for k, v := range extensions {
 		e.SetExtension(k, v)
 	}
-	return newRequest(t, e)
+	return e
 }
 
-func newRequest(t *testing.T, e cloudevents.Event) *http.Request {
+func post(t *testing.T, srv *httptest.Server, e cloudevents.Event) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "", nil)
-	require.NoError(t, err)
-	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Id", e.ID())
-	req.Header.Set("Ce-Source", e.Source())
-	req.Header.Set("Ce-Type", e.Type())
-	for name, value := range e.Extensions() {
-		req.Header.Set("Ce-"+name, fmt.Sprint(value))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Body = io.NopCloser(bytes.NewReader(e.Data()))
-	return req
-}
-
-func post(t *testing.T, srv *httptest.Server, req *http.Request) (int, string) {
-	t.Helper()
-	u, err := req.URL.Parse(srv.URL)
-	require.NoError(t, err)
-	req.URL = u
-	return do(t, req)
+	return postBinary(t, srv.URL, e)
 }
 
 // In seed mode the Source is the Target: its events say cluster=source and feed the watches
@@ -146,13 +125,13 @@ func TestPerSeedModeScopesEveryReconcileToItsTenant(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "refused terminally: %s", body)
 	assert.Len(t, rec.recorded(), 1, "tenant A's object never makes the function act for tenant B")
 
-	code, body = post(t, srv, newRequest(t, event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--b","name":"x"}}`)))
+	code, body = post(t, srv, (event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--b","name":"x"}}`)))
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "shoot--p--b/x@shoot--p--b/shoot--p--b", rec.recorded()[1], "a Source object is for the tenant of its namespace")
 
-	for name, ev := range map[string]*http.Request{
-		"outside any tenant":      newRequest(t, event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"garden","name":"x"}}`)),
-		"an unknown tenant":       newRequest(t, event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--c","name":"x"}}`)),
+	for name, ev := range map[string]cloudevents.Event{
+		"outside any tenant":      (event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"garden","name":"x"}}`)),
+		"an unknown tenant":       (event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--c","name":"x"}}`)),
 		"an unknown event tenant": configMapEvent(t, "shoot--p--c/b", map[string]string{ClusterExtension: "target", TenantExtension: "shoot--p--c"}),
 	} {
 		code, body := post(t, srv, ev)

@@ -165,20 +165,7 @@ func (r *Reconciler) apply(ctx context.Context, req function.Request, mr *resour
 		}
 	}
 
-	if pending, err := r.deleteObjects(ctx, req, mr, result.Stale); err != nil {
-		status, reason := gardencorev1beta1.ConditionFalse, resourcesv1alpha1.ConditionDeletionFailed
-		if pending {
-			status, reason = gardencorev1beta1.ConditionProgressing, resourcesv1alpha1.ConditionDeletionPending
-		}
-		applied = function.UpdatedCondition(r.Clock.Now(), applied, status, reason, err.Error())
-		if err := r.setConditions(ctx, mr, applied); err != nil {
-			return err
-		}
-		if pending {
-			// The objects' deletion events, or the next sync, come back for the rest.
-			r.Log.Info("deletion of old resources still pending", "managedResource", client.ObjectKeyFromObject(mr), "reason", err)
-			return nil
-		}
+	if done, err := r.deleteAndReport(ctx, req, mr, result.Stale, applied); !done {
 		return err
 	}
 
@@ -389,19 +376,7 @@ func (r *Reconciler) delete(ctx context.Context, req function.Request, mr *resou
 		if err := r.setConditions(ctx, mr, applied); err != nil {
 			return err
 		}
-		if pending, err := r.deleteObjects(ctx, req, mr, mr.Status.Resources); err != nil {
-			status, reason := gardencorev1beta1.ConditionFalse, resourcesv1alpha1.ConditionDeletionFailed
-			if pending {
-				status, reason = gardencorev1beta1.ConditionProgressing, resourcesv1alpha1.ConditionDeletionPending
-			}
-			applied = function.UpdatedCondition(r.Clock.Now(), applied, status, reason, err.Error())
-			if err := r.setConditions(ctx, mr, applied); err != nil {
-				return err
-			}
-			if pending {
-				r.Log.Info("deletion of resources still pending", "managedResource", client.ObjectKeyFromObject(mr), "reason", err)
-				return nil
-			}
+		if done, err := r.deleteAndReport(ctx, req, mr, mr.Status.Resources, applied); !done {
 			return err
 		}
 	}
@@ -412,6 +387,30 @@ func (r *Reconciler) delete(ctx context.Context, req function.Request, mr *resou
 		mr.Finalizers = slices.DeleteFunc(mr.Finalizers, func(f string) bool { return f == r.Class.Finalizer() })
 	})
 	return client.IgnoreNotFound(err)
+}
+
+// deleteAndReport deletes the objects refs name; when some are not gone, ResourcesApplied says
+// why (DeletionPending while they go, DeletionFailed when their deletion failed) and done is
+// false: the reconcile ends there, with the error to answer (nil while pending: the objects'
+// deletion events, or the next sync, come back for the rest).
+func (r *Reconciler) deleteAndReport(ctx context.Context, req function.Request, mr *resourcesv1alpha1.ManagedResource, refs []resourcesv1alpha1.ObjectReference, applied gardencorev1beta1.Condition) (done bool, err error) {
+	pending, err := r.deleteObjects(ctx, req, mr, refs)
+	if err == nil {
+		return true, nil
+	}
+	status, reason := gardencorev1beta1.ConditionFalse, resourcesv1alpha1.ConditionDeletionFailed
+	if pending {
+		status, reason = gardencorev1beta1.ConditionProgressing, resourcesv1alpha1.ConditionDeletionPending
+	}
+	applied = function.UpdatedCondition(r.Clock.Now(), applied, status, reason, err.Error())
+	if err := r.setConditions(ctx, mr, applied); err != nil {
+		return false, err
+	}
+	if pending {
+		r.Log.Info("deletion of resources still pending", "managedResource", client.ObjectKeyFromObject(mr), "reason", err)
+		return false, nil
+	}
+	return false, err
 }
 
 // deleteObjects deletes the objects refs name, concurrently, as Gardener's cleaner does. pending

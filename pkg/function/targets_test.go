@@ -125,13 +125,13 @@ func TestPerSeedModeScopesEveryReconcileToItsTenant(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "refused terminally: %s", body)
 	assert.Len(t, rec.recorded(), 1, "tenant A's object never makes the function act for tenant B")
 
-	code, body = post(t, srv, (event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--b","name":"x"}}`)))
+	code, body = post(t, srv, event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--b","name":"x"}}`))
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "shoot--p--b/x@shoot--p--b/shoot--p--b", rec.recorded()[1], "a Source object is for the tenant of its namespace")
 
 	for name, ev := range map[string]cloudevents.Event{
-		"outside any tenant":      (event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"garden","name":"x"}}`)),
-		"an unknown tenant":       (event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--c","name":"x"}}`)),
+		"outside any tenant":      event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"garden","name":"x"}}`),
+		"an unknown tenant":       event(t, ResourceUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"namespace":"shoot--p--c","name":"x"}}`),
 		"an unknown event tenant": configMapEvent(t, "shoot--p--c/b", map[string]string{ClusterExtension: "target", TenantExtension: "shoot--p--c"}),
 	} {
 		code, body := post(t, srv, ev)

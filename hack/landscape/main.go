@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,10 +19,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/sources"
+	"github.com/go-logr/logr"
 )
 
 func main() {
@@ -52,6 +55,14 @@ func run(dir string, withSamples bool) error {
 	if err != nil {
 		return err
 	}
+	// controller-runtime's clients (envtest's, the landscape's own) log through its logger: to a
+	// file, instead of a warning with a stack trace on the first screen.
+	landscapeLog, err := os.Create(filepath.Join(dir, "logs", "landscape.log"))
+	if err != nil {
+		return err
+	}
+	defer landscapeLog.Close()
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewJSONHandler(landscapeLog, nil)))
 	fmt.Println("starting kube-apiserver, etcd and the functions …")
 	land, err := landscape.Start(ctx, landscape.Options{
 		Dir: dir,

@@ -34,11 +34,14 @@ func newStatus(out *os.File) *status {
 
 // figures are one function's counters.
 type figures struct {
-	events, failed, sweeps, writes float64
+	// failed are the events the function could not handle (answered for a retry, or with a
+	// bug); terminal, those it judged never to succeed and acknowledged (e.g. a Seed whose
+	// samples lack a registration): expected outcomes, shown apart.
+	events, failed, terminal, sweeps, writes float64
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("%.0f events (%.0f failed), %.0f sweeps, %.0f writes", f.events, f.failed, f.sweeps, f.writes)
+	return fmt.Sprintf("%.0f events (%.0f failed, %.0f terminal), %.0f sweeps, %.0f writes", f.events, f.failed, f.terminal, f.sweeps, f.writes)
 }
 
 // scrape reads one function's /metrics.
@@ -56,7 +59,11 @@ func (s *status) scrape(url string) (figures, error) {
 	}
 	for _, m := range families["gardener_knative_events_total"].GetMetric() {
 		f.events += m.GetCounter().GetValue()
-		if outcome := label(m, "outcome"); outcome != "done" && outcome != "coalesced" {
+		switch label(m, "outcome") {
+		case "done", "coalesced", "off":
+		case "terminal":
+			f.terminal += m.GetCounter().GetValue()
+		default:
 			f.failed += m.GetCounter().GetValue()
 		}
 	}

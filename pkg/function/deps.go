@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -67,14 +69,18 @@ type EventRecorder interface {
 // NewEventRecorder records Events with c, reported by component. A failure to record is logged,
 // never returned: Events are information, and losing one must not fail a reconcile.
 func NewEventRecorder(c client.Client, component string, clk clock.PassiveClock, log *slog.Logger) EventRecorder {
-	return &eventRecorder{c: c, component: component, clock: clk, log: log}
+	return &eventRecorder{c: c, writer: NewWriter(c), component: component, clock: clk, log: log}
 }
 
 type eventRecorder struct {
 	c         client.Client
+	writer    Writer
 	component string
 	clock     clock.PassiveClock
 	log       *slog.Logger
+	// counting serialises the counting of one Event within the process (reconciles of a sweep
+	// meet the same situation at once): striped by the Event's name, so it stays bounded.
+	counting [64]sync.Mutex
 }
 
 func (r *eventRecorder) Eventf(ctx context.Context, obj client.Object, eventType, reason, format string, args ...any) {
@@ -119,31 +125,32 @@ func (r *eventRecorder) Event(ctx context.Context, obj client.Object, eventType,
 	defer cancel()
 	err = r.c.Create(ctx, event)
 	if apierrors.IsAlreadyExists(err) {
+		lock := &r.counting[key.Sum64()%uint64(len(r.counting))]
+		lock.Lock()
 		err = r.count(ctx, client.ObjectKeyFromObject(event), now)
+		lock.Unlock()
 	}
 	if err != nil {
 		r.log.Warn("cannot record event", "object", client.ObjectKeyFromObject(obj), "reason", reason, "error", err)
 	}
 }
 
-// count adds one occurrence to an existing Event. Concurrent repeats (an event and a sweep
-// meeting the same situation) conflict on it: the loser reads again and counts on the winner.
+// count adds one occurrence to an existing Event. Within the process, counts of one Event are
+// serialised; a repeat counted at once by another process (another replica) conflicts, and the
+// loser reads again and counts on the winner, with client-go's backoff for conflicts, so that no
+// occurrence is lost.
 func (r *eventRecorder) count(ctx context.Context, key client.ObjectKey, now metav1.Time) error {
-	var err error
-	for range 3 {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		existing := &corev1.Event{}
-		if err = r.c.Get(ctx, key, existing); err != nil {
+		if err := r.c.Get(ctx, key, existing); err != nil {
 			return err
 		}
-		_, err = NewWriter(r.c).Patch(ctx, existing, func() {
+		_, err := r.writer.Patch(ctx, existing, func() {
 			existing.Count++
 			existing.LastTimestamp = now
 		})
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // EventsRBAC is the rule a function that records Events needs: create them, and read and count

@@ -196,6 +196,11 @@ type List struct {
 	// Indexes answer the field selectors the reconciler lists this kind with during the
 	// sweep, by field name (e.g. "spec.seedName" → the Shoot's seed name).
 	Indexes map[string]IndexFunc
+	// Project, when set, is what the sweep holds of each listed object: its indexes are taken
+	// from the whole object first, then only the projection is kept (the fields the decisions
+	// read, in an object of the same type), so that a sweep's memory follows what it decides on,
+	// not the size of the objects.
+	Project func(client.Object) client.Object
 	// Optional marks a kind the cluster may not serve (a CRD such as Prometheus in a shoot):
 	// then it holds no objects, instead of failing the sweep.
 	Optional bool

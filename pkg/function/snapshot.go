@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -51,6 +52,9 @@ func (l *listed) add(obj client.Object) {
 		for _, v := range index(obj) {
 			values[v] = append(values[v], key)
 		}
+	}
+	if l.list.Project != nil {
+		l.objects[key] = l.list.Project(obj)
 	}
 }
 
@@ -207,7 +211,7 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 		if o.LabelSelector != nil && !o.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
 			continue
 		}
-		if !matchesFields(obj, key, fieldReqs, l.list.Indexes) {
+		if !l.matchesFields(key, fieldReqs) {
 			continue
 		}
 		items = append(items, obj)
@@ -215,24 +219,18 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 	return fill(list, items)
 }
 
-func matchesFields(obj client.Object, key Key, reqs []fields.Requirement, indexes map[string]IndexFunc) bool {
+// matchesFields checks the field requirements against the indexes taken when the object was
+// listed (it may be held as a projection, without the fields the indexes read).
+func (l *listed) matchesFields(key Key, reqs []fields.Requirement) bool {
 	for _, req := range reqs {
-		var values []string
+		var has bool
 		switch req.Field {
 		case "metadata.name":
-			values = []string{key.Name}
+			has = key.Name == req.Value
 		case "metadata.namespace":
-			values = []string{key.Namespace}
+			has = key.Namespace == req.Value
 		default:
-			if index := indexes[req.Field]; index != nil {
-				values = index(obj)
-			}
-		}
-		has := false
-		for _, v := range values {
-			if v == req.Value {
-				has = true
-			}
+			has = slices.Contains(l.indexes[req.Field][req.Value], key)
 		}
 		if has == (req.Operator == selection.NotEquals) {
 			return false

@@ -37,24 +37,56 @@ const (
 // Namespaces (for the skip annotation) and what can keep a Project in use. Only Shoots and the
 // bindings are listed in full, because the decision needs their specs; Secrets and Quotas are not
 // listed at all (see InUseBy).
+// Each list keeps only what the decisions read (Project): the indexes are taken from the whole
+// objects, then the snapshot holds their names, the Namespaces' annotations, the Shoots' binding
+// names and the CredentialsBindings' credentials reference.
 var Related = []function.List{
-	{Kind: kinds.Namespace, MetadataOnly: true},
-	{Kind: kinds.Shoot, Indexes: map[string]function.IndexFunc{
+	{Kind: kinds.Namespace, MetadataOnly: true, Project: keepAnnotations},
+	{Kind: kinds.Shoot, Project: keepBindingNames, Indexes: map[string]function.IndexFunc{
 		IndexNamespace:             namespaceOf,
 		IndexSecretBindingUse:      secretBindingUse,
 		IndexCredentialsBindingUse: credentialsBindingUse,
 	}},
-	{Kind: kinds.BackupEntry, MetadataOnly: true, Indexes: map[string]function.IndexFunc{
+	{Kind: kinds.BackupEntry, MetadataOnly: true, Project: keepName, Indexes: map[string]function.IndexFunc{
 		IndexNamespace: namespaceOf,
 	}},
-	{Kind: kinds.SecretBinding, Indexes: map[string]function.IndexFunc{
+	{Kind: kinds.SecretBinding, Project: keepSecretBindingName, Indexes: map[string]function.IndexFunc{
 		IndexCredentialsNamespace: secretBindingCredentialsNamespace,
 		IndexQuotaNamespace:       secretBindingQuotaNamespaces,
 	}},
-	{Kind: kinds.CredentialsBinding, Indexes: map[string]function.IndexFunc{
+	{Kind: kinds.CredentialsBinding, Project: keepCredentialsRef, Indexes: map[string]function.IndexFunc{
 		IndexCredentialsNamespace: credentialsBindingCredentialsNamespace,
 		IndexQuotaNamespace:       credentialsBindingQuotaNamespaces,
 	}},
+}
+
+func nameOf(obj client.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
+}
+
+func keepName(obj client.Object) client.Object {
+	return &metav1.PartialObjectMetadata{TypeMeta: obj.(*metav1.PartialObjectMetadata).TypeMeta, ObjectMeta: nameOf(obj)}
+}
+
+func keepAnnotations(obj client.Object) client.Object {
+	kept := keepName(obj).(*metav1.PartialObjectMetadata)
+	kept.Annotations = obj.GetAnnotations()
+	return kept
+}
+
+func keepBindingNames(obj client.Object) client.Object {
+	shoot := obj.(*gardencorev1beta1.Shoot)
+	kept := &gardencorev1beta1.Shoot{ObjectMeta: nameOf(obj)}
+	kept.Spec.SecretBindingName, kept.Spec.CredentialsBindingName = shoot.Spec.SecretBindingName, shoot.Spec.CredentialsBindingName
+	return kept
+}
+
+func keepSecretBindingName(obj client.Object) client.Object {
+	return &gardencorev1beta1.SecretBinding{ObjectMeta: nameOf(obj)}
+}
+
+func keepCredentialsRef(obj client.Object) client.Object {
+	return &securityv1alpha1.CredentialsBinding{ObjectMeta: nameOf(obj), CredentialsRef: obj.(*securityv1alpha1.CredentialsBinding).CredentialsRef}
 }
 
 func namespaceOf(obj client.Object) []string { return []string{obj.GetNamespace()} }

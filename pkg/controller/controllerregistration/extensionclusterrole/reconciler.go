@@ -36,6 +36,12 @@ const (
 // LabelSelector selects the ClusterRoles the reconciler manages bindings for.
 const LabelSelector = v1beta1constants.LabelAuthorizationCustomExtensionsPermissions + "=true"
 
+// Labelled tells whether a ClusterRole carries the label that puts its binding in the
+// reconciler's hands (authorization.gardener.cloud/custom-extensions-permissions=true).
+func Labelled(clusterRole metav1.Object) bool {
+	return clusterRole.GetLabels()[v1beta1constants.LabelAuthorizationCustomExtensionsPermissions] == "true"
+}
+
 const pageSize = 500
 
 // IsExtensionServiceAccount: ServiceAccounts of seed namespaces ("seed-*"), and those named
@@ -112,6 +118,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if clusterRole.DeletionTimestamp != nil {
 		return nil
 	}
+	if !Labelled(clusterRole) {
+		// Events are hints: the key may name a ClusterRole that never had the label (a forged or
+		// stale event) or has lost it since. Only the ClusterRole as read now counts, and without
+		// the label it is not the reconciler's: nothing is bound. Like GCM, whose watch drops a
+		// ClusterRole's events once its label is gone, a binding made while it was labelled is
+		// left as it is (neither updated nor deleted); it goes with the ClusterRole, its owner.
+		r.Log.Debug("ClusterRole is not labelled for extensions' permissions, binding nothing", "clusterRole", clusterRole.Name)
+		return nil
+	}
 	selector, err := ServiceAccountSelector(clusterRole.Annotations)
 	if err != nil {
 		// Only a change of the ClusterRole can repair its annotation; its event brings it back.
@@ -143,9 +158,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	return err
 }
 
-// ClusterRolePredicate passes the events of labelled ClusterRoles that still exist.
+// ClusterRolePredicate passes the events of labelled ClusterRoles that still exist. It only
+// saves work: Reconcile checks the label again on the ClusterRole it reads.
 func ClusterRolePredicate(ev function.Event) bool {
-	return !ev.Deleted && (ev.Object == nil || ev.Object.GetLabels()[v1beta1constants.LabelAuthorizationCustomExtensionsPermissions] == "true")
+	return !ev.Deleted && (ev.Object == nil || Labelled(ev.Object))
 }
 
 // ServiceAccountPredicate passes the events of extension ServiceAccounts (their creation,

@@ -1,14 +1,23 @@
 package extensionclusterrole
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
 func TestIsExtensionServiceAccount(t *testing.T) {
@@ -57,4 +66,81 @@ func TestSubjectsAndBinding(t *testing.T) {
 	assert.True(t, *binding.OwnerReferences[0].Controller)
 	assert.False(t, *binding.OwnerReferences[0].BlockOwnerDeletion)
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "r"}, binding.RoleRef)
+}
+
+// A key names a ClusterRole; only the ClusterRole as read decides whether it is bound. A matching
+// extension ServiceAccount exists in every case, so a labelled ClusterRole would be bound to it.
+func TestReconcileChecksTheLabelOnTheLiveClusterRole(t *testing.T) {
+	ctx := context.Background()
+	const selector = `{"matchLabels":{"extension":"foo"}}`
+	role := func(labels map[string]string) *rbacv1.ClusterRole {
+		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
+			Name: "extension-foo", UID: "uid-1", Labels: labels,
+			Annotations: map[string]string{v1beta1constants.LabelAuthorizationExtensionsServiceAccountSelector: selector},
+		}}
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "seed-aws", Name: "extension-foo", Labels: map[string]string{"extension": "foo"}}}
+	key := client.ObjectKey{Name: "extension-foo"}
+	reconcile := func(t *testing.T, c client.Client, w function.Writer) {
+		t.Helper()
+		r := &Reconciler{Writer: w, Log: slog.New(slog.DiscardHandler)}
+		require.NoError(t, r.Reconcile(ctx, function.Request{Key: key, Reader: c, Trigger: function.ByEvent}))
+	}
+
+	t.Run("labelled: bound", func(t *testing.T) {
+		c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(role(map[string]string{v1beta1constants.LabelAuthorizationCustomExtensionsPermissions: "true"}), sa).Build()
+		reconcile(t, c, function.NewWriter(c))
+		binding := &rbacv1.ClusterRoleBinding{}
+		require.NoError(t, c.Get(ctx, key, binding))
+		assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "seed-aws", Name: "extension-foo"}}, binding.Subjects)
+	})
+
+	for name, labels := range map[string]map[string]string{
+		"never labelled":    nil,
+		"labelled not true": {v1beta1constants.LabelAuthorizationCustomExtensionsPermissions: "false"},
+	} {
+		t.Run(name+": nothing bound", func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(role(labels), sa).Build()
+			reconcile(t, c, noWrites{t})
+			err := c.Get(ctx, key, &rbacv1.ClusterRoleBinding{})
+			assert.True(t, apierrors.IsNotFound(err), "no ClusterRoleBinding: %v", err)
+		})
+	}
+
+	t.Run("label lost: the binding is left as it is, as GCM does", func(t *testing.T) {
+		stale := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "extension-foo"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "extension-foo"},
+		}
+		c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(role(nil), sa, stale).Build()
+		before := &rbacv1.ClusterRoleBinding{}
+		require.NoError(t, c.Get(ctx, key, before))
+		reconcile(t, c, noWrites{t})
+		after := &rbacv1.ClusterRoleBinding{}
+		require.NoError(t, c.Get(ctx, key, after))
+		assert.Equal(t, before, after)
+	})
+}
+
+// noWrites fails the test on any write.
+type noWrites struct{ t *testing.T }
+
+func (w noWrites) Create(_ context.Context, obj client.Object) error {
+	w.t.Errorf("unexpected create of %T %s", obj, obj.GetName())
+	return nil
+}
+
+func (w noWrites) Patch(_ context.Context, obj client.Object, _ func()) (bool, error) {
+	w.t.Errorf("unexpected patch of %T %s", obj, obj.GetName())
+	return false, nil
+}
+
+func (w noWrites) PatchStatus(_ context.Context, obj client.Object, _ func()) (bool, error) {
+	w.t.Errorf("unexpected status patch of %T %s", obj, obj.GetName())
+	return false, nil
+}
+
+func (w noWrites) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+	w.t.Errorf("unexpected delete of %T %s", obj, obj.GetName())
+	return nil
 }

@@ -27,7 +27,9 @@ func TestConcurrentRepeatsOfAnEventAreAllCounted(t *testing.T) {
 	const repeats = 40
 	var wg sync.WaitGroup
 	for range repeats {
-		wg.Go(func() { recorder.Event(context.Background(), about, corev1.EventTypeWarning, "Blocked", "still referenced") })
+		wg.Go(func() {
+			recorder.Event(context.Background(), about, corev1.EventTypeWarning, "Blocked", "still referenced")
+		})
 	}
 	wg.Wait()
 	events := &corev1.EventList{}

@@ -18,6 +18,7 @@ var recordTypes = []string{
 
 var dnsRecords = rules[extensionsv1alpha1.DNSRecord, *extensionsv1alpha1.DNSRecord]{
 	kind:       extensionsKind("DNSRecord"),
+	noun:       "dns record",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.DNSRecord) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.DNSRecord) field.ErrorList {

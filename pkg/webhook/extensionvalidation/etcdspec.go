@@ -16,8 +16,9 @@ import (
 //   - Druid reports such a change with the new spec as JSON; with the same members in the
 //     same order and omitempty, the JSON here is the same.
 //
-// Fields newer than this shape are not lost: the raw JSON of whatever it does not cover is
-// compared as well (see unknownMembers).
+// Its JSON members are exactly those of druid's EtcdSpec with the k8s.io/api v0.36 types it
+// embeds (Gardener v1.150's), checked member by member: whatever this shape drops on decoding,
+// druid's decoding drops too, so a change of it is no change for druid either.
 type etcdSpec struct {
 	MemberNamePrefix                 *string               `json:"memberNamePrefix,omitempty"`
 	Selector                         *metav1.LabelSelector `json:"selector"`

@@ -122,7 +122,7 @@ func TestNoSpecChangeWhileDeleting(t *testing.T) {
 	changed.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"a":1}`)}
 	resp := review(t, admissionv1.Update, changed, deleting)
 	assertInvalid(t, resp, "spec")
-	assert.Contains(t, resp.Result.Message, "cannot update Infrastructure spec if deletion timestamp is set. Requested changes: spec.providerConfig,spec.region")
+	assert.Contains(t, resp.Result.Message, "cannot update infrastructure spec if deletion timestamp is set. Requested changes: spec.providerConfig,spec.region")
 
 	finalized := deleting.DeepCopy()
 	finalized.Finalizers = nil
@@ -144,9 +144,20 @@ func TestSpecChanges(t *testing.T) {
 	assert.Equal(t, []string{"spec.region"}, specChanges(&a, &b, nil, nil))
 	a.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{}`)}
 	assert.Equal(t, []string{"spec.providerConfig", "spec.region"}, specChanges(&a, &b, nil, nil))
-	assert.Equal(t, []string{"spec.future", "spec.providerConfig", "spec.region"},
-		specChanges(&a, &b, map[string]any{"future": "x"}, map[string]any{"future": "y"}), "members the types do not know count")
-	assert.Equal(t, []string{"spec.future"}, specChanges(&b, &b, nil, map[string]any{"future": "y"}))
+
+	// The members our types lack count, typed.
+	w := worker().Spec
+	limit := func(n int32) *workerSpecNewer {
+		p := workerPoolNewer{}
+		p.MachineControllerManager = &struct {
+			MachinePreserveTimeout       *metav1.Duration `json:"machinePreserveTimeout,omitempty"`
+			AutoPreserveFailedMachineMax *int32           `json:"autoPreserveFailedMachineMax,omitempty"`
+		}{AutoPreserveFailedMachineMax: &n}
+		return &workerSpecNewer{Pools: []workerPoolNewer{p}}
+	}
+	assert.Empty(t, specChanges(&w, &w, limit(1), limit(1)))
+	assert.Equal(t, []string{"spec.pools"}, specChanges(&w, &w, limit(1), limit(2)))
+	assert.Equal(t, []string{"spec.pools", "spec.providerConfig", "spec.region"}, specChanges(&b, &a, limit(1), limit(2)))
 }
 
 func TestOtherOperationsPass(t *testing.T) {

@@ -14,6 +14,7 @@ var ipFamilies = sets.New(string(extensionsv1alpha1.IPFamilyIPv4), string(extens
 
 var networks = rules[extensionsv1alpha1.Network, *extensionsv1alpha1.Network]{
 	kind:       extensionsKind("Network"),
+	noun:       "network",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.Network) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.Network) field.ErrorList {

@@ -31,6 +31,7 @@ var (
 
 var operatingSystemConfigs = rules[extensionsv1alpha1.OperatingSystemConfig, *extensionsv1alpha1.OperatingSystemConfig]{
 	kind:       extensionsKind("OperatingSystemConfig"),
+	noun:       "operatingsystemconfig",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.OperatingSystemConfig) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.OperatingSystemConfig) field.ErrorList {

@@ -1,7 +1,6 @@
 package extensionvalidation
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -57,10 +57,21 @@ type rules[T any, P interface {
 	metav1.Object
 }] struct {
 	kind schema.GroupKind
+	// noun is how Gardener names the kind in the error for a spec changed while the object is
+	// being deleted ("cannot update <noun> spec if deletion timestamp is set").
+	noun string
 	// namespaced says whether the kind's objects live in a namespace.
 	namespaced bool
 	// spec returns the object's spec.
 	spec func(P) any
+	// newer, for a kind whose spec type in Gardener v1.150 declares members that ours
+	// (github.com/gardener/gardener/pkg/apis v1.146) lacks, returns an empty value of a type
+	// declaring just those members, at their places below the spec. Gardener decodes them, so
+	// a value that does not decode is refused, and compares them with the rest of the spec
+	// while the object is being deleted; so are they here. nil: our type declares every member
+	// Gardener's does. Members no version declares are dropped by Gardener's decoding and
+	// never count.
+	newer func() any
 	// valid checks an object on CREATE and UPDATE.
 	valid func(P) field.ErrorList
 	// immutable checks what an UPDATE changes.
@@ -72,106 +83,97 @@ type rules[T any, P interface {
 
 func (r rules[T, P]) groupKind() schema.GroupKind { return r.kind }
 
+// object is a decoded object: typed, and the members of its spec our type lacks (nil without).
+type object[P any] struct {
+	typed P
+	newer any
+}
+
+// decode decodes an object as Gardener's admission decoder does (Kubernetes' JSON decoding:
+// member names match case-sensitively, unknown members are dropped).
+func (r rules[T, P]) decode(raw []byte) (object[P], error) {
+	o := object[P]{typed: P(new(T))}
+	if err := utiljson.Unmarshal(raw, o.typed); err != nil {
+		return o, err
+	}
+	if r.newer != nil {
+		o.newer = r.newer()
+		// The spec is decoded into the value the interface points to.
+		wrapper := struct {
+			Spec any `json:"spec"`
+		}{Spec: o.newer}
+		if err := utiljson.Unmarshal(raw, &wrapper); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
 func (r rules[T, P]) validate(req admission.Request) (string, field.ErrorList, error) {
-	obj := P(new(T))
-	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
+	obj, err := r.decode(req.Object.Raw)
+	if err != nil {
 		return "", nil, fmt.Errorf("decoding %s: %w", r.kind.Kind, err)
 	}
 	var errs field.ErrorList
 	if req.Operation == admissionv1.Update {
-		old := P(new(T))
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		old, err := r.decode(req.OldObject.Raw)
+		if err != nil {
 			return "", nil, fmt.Errorf("decoding old %s: %w", r.kind.Kind, err)
 		}
-		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)...)
-		updateErrs, err := r.update(obj, old, req.Object.Raw, req.OldObject.Raw)
-		if err != nil {
-			return "", nil, err
-		}
-		errs = append(errs, updateErrs...)
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(obj.typed, old.typed, metadataPath)...)
+		errs = append(errs, r.update(obj, old)...)
 	}
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, r.namespaced, apivalidation.NameIsDNSSubdomain, metadataPath)...)
-	errs = append(errs, r.valid(obj)...)
-	return obj.GetName(), errs, nil
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj.typed, r.namespaced, apivalidation.NameIsDNSSubdomain, metadataPath)...)
+	errs = append(errs, r.valid(obj.typed)...)
+	return obj.typed.GetName(), errs, nil
 }
 
-func (r rules[T, P]) update(newObj, oldObj P, newRaw, oldRaw []byte) (field.ErrorList, error) {
-	if newObj.GetDeletionTimestamp() != nil {
-		// The extension controller is tearing down what the old spec describes.
-		newSpec, oldSpec := r.spec(newObj), r.spec(oldObj)
-		newUnknown, err := unknownSpecMembers(newSpec, newRaw)
-		if err != nil {
-			return nil, err
-		}
-		oldUnknown, err := unknownSpecMembers(oldSpec, oldRaw)
-		if err != nil {
-			return nil, err
-		}
-		if changes := specChanges(newSpec, oldSpec, newUnknown, oldUnknown); len(changes) > 0 {
+func (r rules[T, P]) update(newObj, oldObj object[P]) field.ErrorList {
+	// Gardener looks at the new object's deletion timestamp only.
+	if newObj.typed.GetDeletionTimestamp() != nil {
+		// The extension controller is tearing down what the old spec describes: no change of
+		// the spec at all, and nothing else is checked.
+		if changes := specChanges(r.spec(newObj.typed), r.spec(oldObj.typed), newObj.newer, oldObj.newer); len(changes) > 0 {
 			if r.changedWhileDeleting != nil {
-				return field.ErrorList{r.changedWhileDeleting(newObj)}, nil
+				return field.ErrorList{r.changedWhileDeleting(newObj.typed)}
 			}
-			return field.ErrorList{field.Forbidden(specPath, fmt.Sprintf("cannot update %s spec if deletion timestamp is set. Requested changes: %s", r.kind.Kind, strings.Join(changes, ",")))}, nil
+			return field.ErrorList{field.Forbidden(specPath, fmt.Sprintf("cannot update %s spec if deletion timestamp is set. Requested changes: %s", r.noun, strings.Join(changes, ",")))}
 		}
 	}
-	return r.immutable(newObj, oldObj), nil
-}
-
-// unknownSpecMembers are the members of the object's spec (raw, as the API server sent it)
-// that the type of spec does not declare (see unknownMembers).
-func unknownSpecMembers(spec any, raw []byte) (any, error) {
-	var obj struct {
-		Spec any `json:"spec"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	// Numbers stay literals: two integers beyond float64's precision must not compare equal.
-	dec.UseNumber()
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("decoding spec: %w", err)
-	}
-	return unknownMembers(reflect.TypeOf(spec), obj.Spec), nil
+	return r.immutable(newObj.typed, oldObj.typed)
 }
 
 // specChanges names the spec's top-level fields that differ, or nothing when the specs are
-// equal: the typed values semantically (quantities by value, nil and empty alike, as Kubernetes'
-// semantic equality and Gardener compare them), and the members the types do not know (newer
-// fields) as JSON. The spec itself is named when no single field can be.
-func specChanges(newSpec, oldSpec, newUnknown, oldUnknown any) []string {
-	typedEqual := apiequality.Semantic.DeepEqual(newSpec, oldSpec)
-	unknownEqual := reflect.DeepEqual(newUnknown, oldUnknown)
-	if typedEqual && unknownEqual {
-		return nil
-	}
+// equal as Gardener compares them: Kubernetes' semantic equality of the typed values
+// (quantities by value, durations by length, nil and empty lists and maps alike), ours and
+// the members our types lack (newSpec and oldSpec, newNewer and oldNewer). The spec itself is
+// named when no single field can be.
+func specChanges(newSpec, oldSpec, newNewer, oldNewer any) []string {
 	changed := map[string]bool{}
-	if !typedEqual {
-		newFields, errNew := fields(newSpec)
-		oldFields, errOld := fields(oldSpec)
-		if errNew == nil && errOld == nil {
-			for name, v := range newFields {
-				if !reflect.DeepEqual(v, oldFields[name]) {
-					changed[name] = true
-				}
+	equal := true
+	for _, pair := range [][2]any{{newSpec, oldSpec}, {newNewer, oldNewer}} {
+		if apiequality.Semantic.DeepEqual(pair[0], pair[1]) {
+			continue
+		}
+		equal = false
+		newFields, errNew := fields(pair[0])
+		oldFields, errOld := fields(pair[1])
+		if errNew != nil || errOld != nil {
+			continue
+		}
+		for name, v := range newFields {
+			if !reflect.DeepEqual(v, oldFields[name]) {
+				changed[name] = true
 			}
-			for name := range oldFields {
-				if _, ok := newFields[name]; !ok {
-					changed[name] = true
-				}
+		}
+		for name := range oldFields {
+			if _, ok := newFields[name]; !ok {
+				changed[name] = true
 			}
 		}
 	}
-	if !unknownEqual {
-		newMembers, _ := newUnknown.(map[string]any)
-		oldMembers, _ := oldUnknown.(map[string]any)
-		for name, v := range newMembers {
-			if !reflect.DeepEqual(v, oldMembers[name]) {
-				changed[name] = true
-			}
-		}
-		for name := range oldMembers {
-			if _, ok := newMembers[name]; !ok {
-				changed[name] = true
-			}
-		}
+	if equal {
+		return nil
 	}
 	if len(changed) == 0 {
 		return []string{specPath.String()}

@@ -15,6 +15,7 @@ var addressTypes = sets.New(corev1.NodeHostName, corev1.NodeInternalIP, corev1.N
 
 var selfHostedShootExposures = rules[extensionsv1alpha1.SelfHostedShootExposure, *extensionsv1alpha1.SelfHostedShootExposure]{
 	kind:       extensionsKind("SelfHostedShootExposure"),
+	noun:       "SelfHostedShootExposure",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.SelfHostedShootExposure) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.SelfHostedShootExposure) field.ErrorList {

@@ -9,6 +9,7 @@ import (
 
 var backupBuckets = rules[extensionsv1alpha1.BackupBucket, *extensionsv1alpha1.BackupBucket]{
 	kind: extensionsKind("BackupBucket"),
+	noun: "backup bucket",
 	spec: func(o *extensionsv1alpha1.BackupBucket) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.BackupBucket) field.ErrorList {
 		return concat(
@@ -27,6 +28,7 @@ var backupBuckets = rules[extensionsv1alpha1.BackupBucket, *extensionsv1alpha1.B
 
 var backupEntries = rules[extensionsv1alpha1.BackupEntry, *extensionsv1alpha1.BackupEntry]{
 	kind: extensionsKind("BackupEntry"),
+	noun: "backup entry",
 	spec: func(o *extensionsv1alpha1.BackupEntry) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.BackupEntry) field.ErrorList {
 		return concat(
@@ -43,6 +45,7 @@ var backupEntries = rules[extensionsv1alpha1.BackupEntry, *extensionsv1alpha1.Ba
 
 var bastions = rules[extensionsv1alpha1.Bastion, *extensionsv1alpha1.Bastion]{
 	kind:       extensionsKind("Bastion"),
+	noun:       "bastion",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.Bastion) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.Bastion) field.ErrorList {
@@ -66,6 +69,7 @@ var bastions = rules[extensionsv1alpha1.Bastion, *extensionsv1alpha1.Bastion]{
 
 var containerRuntimes = rules[extensionsv1alpha1.ContainerRuntime, *extensionsv1alpha1.ContainerRuntime]{
 	kind:       extensionsKind("ContainerRuntime"),
+	noun:       "container runtime",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.ContainerRuntime) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.ContainerRuntime) field.ErrorList {
@@ -85,6 +89,7 @@ var containerRuntimes = rules[extensionsv1alpha1.ContainerRuntime, *extensionsv1
 
 var controlPlanes = rules[extensionsv1alpha1.ControlPlane, *extensionsv1alpha1.ControlPlane]{
 	kind:       extensionsKind("ControlPlane"),
+	noun:       "control plane",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.ControlPlane) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.ControlPlane) field.ErrorList {
@@ -104,6 +109,7 @@ var controlPlanes = rules[extensionsv1alpha1.ControlPlane, *extensionsv1alpha1.C
 
 var extensions = rules[extensionsv1alpha1.Extension, *extensionsv1alpha1.Extension]{
 	kind:       extensionsKind("Extension"),
+	noun:       "extension",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.Extension) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.Extension) field.ErrorList {
@@ -116,6 +122,7 @@ var extensions = rules[extensionsv1alpha1.Extension, *extensionsv1alpha1.Extensi
 
 var infrastructures = rules[extensionsv1alpha1.Infrastructure, *extensionsv1alpha1.Infrastructure]{
 	kind:       extensionsKind("Infrastructure"),
+	noun:       "infrastructure",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.Infrastructure) any { return &o.Spec },
 	valid: func(o *extensionsv1alpha1.Infrastructure) field.ErrorList {

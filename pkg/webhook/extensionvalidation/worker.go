@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,8 +18,10 @@ import (
 
 var workers = rules[extensionsv1alpha1.Worker, *extensionsv1alpha1.Worker]{
 	kind:       extensionsKind("Worker"),
+	noun:       "worker",
 	namespaced: true,
 	spec:       func(o *extensionsv1alpha1.Worker) any { return &o.Spec },
+	newer:      func() any { return &workerSpecNewer{} },
 	valid: func(o *extensionsv1alpha1.Worker) field.ErrorList {
 		return concat(
 			required(specPath.Child("type"), o.Spec.Type),
@@ -33,6 +36,26 @@ var workers = rules[extensionsv1alpha1.Worker, *extensionsv1alpha1.Worker]{
 			immutable(specPath.Child("region"), n.Spec.Region, o.Spec.Region),
 		)
 	},
+}
+
+// workerSpecNewer declares the members of a Worker's spec that Gardener v1.150's types have
+// and our v1.146 ones lack, all in the pools' settings from core.gardener.cloud/v1beta1 (found
+// by comparing the JSON members of every validated kind's spec type in both versions; no other
+// kind differs). Typed as Gardener's, so that they compare as Gardener compares them (a
+// timeout by its length).
+type workerSpecNewer struct {
+	Pools []workerPoolNewer `json:"pools"`
+}
+
+type workerPoolNewer struct {
+	MachineControllerManager *struct {
+		MachinePreserveTimeout       *metav1.Duration `json:"machinePreserveTimeout,omitempty"`
+		AutoPreserveFailedMachineMax *int32           `json:"autoPreserveFailedMachineMax,omitempty"`
+	} `json:"machineControllerManager,omitempty"`
+	KubeletConfig *struct {
+		ImagePullCredentialsVerificationPolicy *string  `json:"imagePullCredentialsVerificationPolicy,omitempty"`
+		PreloadedImagesVerificationAllowlist   []string `json:"preloadedImagesVerificationAllowlist,omitempty"`
+	} `json:"kubeletConfig,omitempty"`
 }
 
 func workerPools(pools []extensionsv1alpha1.WorkerPool, path *field.Path) field.ErrorList {

@@ -8,6 +8,7 @@ package nodeagentauthorizer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -412,8 +413,14 @@ func (a *Authorizer) machineSecrets(ctx context.Context, namespace, machine stri
 		return names, nil
 	}
 	var hostname string
+	if info.node == "" {
+		// Bootstrap: Gardener reads the Node its Machine names, which is none yet. That read
+		// fails (a Node needs a name): no opinion, and RBAC decides. Never the Secrets of every
+		// host, nor the always readable ones.
+		return nil, fmt.Errorf("error getting node %q: %w", info.node, errNoNodeName)
+	}
 	node := &corev1.Node{}
-	if err := getNamed(ctx, a.target, client.ObjectKey{Name: info.node}, node); err != nil {
+	if err := a.target.Get(ctx, client.ObjectKey{Name: info.node}, node); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("error getting node %q: %w", info.node, err)
 		}
@@ -490,7 +497,8 @@ func secretRefs(secret *corev1.Secret, hostname string) ([]string, error) {
 
 // agentNode resolves a node agent's machine to its Node: through the Machine in the source cluster,
 // or, without a machine namespace, the Node named like the machine. A missing Node is a denial
-// with a reason; a Machine or Node that cannot be read is an evaluation error.
+// with a reason; a Machine or Node that cannot be read, and a Machine that names no Node yet
+// (its Node has not registered: the agent is bootstrapping), are evaluation errors.
 func (a *Authorizer) agentNode(ctx context.Context, r request) (*corev1.Node, string, error) {
 	machine, name := r.machine, r.machine
 	if r.machineNamespace != nil {
@@ -500,8 +508,13 @@ func (a *Authorizer) agentNode(ctx context.Context, r request) (*corev1.Node, st
 		}
 		name = info.node
 	}
+	if name == "" {
+		// Gardener reads the Node named "", which fails: no opinion, so that the next
+		// authorizer (RBAC) decides what a bootstrapping agent may do. A denial would be final.
+		return nil, "", fmt.Errorf("error getting node %q: %w", client.ObjectKey{Name: name}, errNoNodeName)
+	}
 	node := &corev1.Node{}
-	if err := getNamed(ctx, a.target, client.ObjectKey{Name: name}, node); err != nil {
+	if err := a.target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Sprintf("no node for %q found", machine), nil
 		}
@@ -526,10 +539,14 @@ func (a *Authorizer) machine(ctx context.Context, namespace, name string) (machi
 	})
 }
 
-// getNamed reads an object, answering NotFound for an empty name: a Machine names no Node
-// before the Node joins, and no OSC secret when its worker pool has none. Gardener's
-// informer-backed client answers NotFound there too, where a live read fails with "resource
-// name may not be empty".
+// errNoNodeName is the failure of reading the Node of a Machine that names none: the
+// REST client of client-go refuses a read without a name with this message.
+var errNoNodeName = errors.New("resource name may not be empty")
+
+// getNamed reads an object, answering NotFound for an empty name: a Machine names no OSC
+// secret when its worker pool has none, which Gardener takes as an OSC secret not found (only
+// the always readable Secrets). A Machine naming no Node is not read through here: see
+// errNoNodeName.
 func getNamed(ctx context.Context, c client.Reader, key client.ObjectKey, obj client.Object) error {
 	if key.Name == "" {
 		// Only ever checked with IsNotFound: no message to get right.

@@ -108,13 +108,15 @@ type fixture struct {
 }
 
 // newFixture holds, in the source, the Machines machine-1 (node-1, pool a), machine-ghost
-// (a Node that does not exist), machine-unjoined (no Node yet), machine-nopool (no OSC secret)
-// and, in the target, Nodes, OSC secrets, Pods and CSRs.
+// (a Node that does not exist), machine-unjoined (no Node yet, pool a), machine-nopool (no
+// OSC secret), machine-unjoined-oscgone (no Node yet, an OSC secret that does not exist),
+// machine-unjoined-nopool (neither) and, in the target, Nodes, OSC secrets, Pods and CSRs.
 func newFixture() *fixture {
 	f := &fixture{clock: testclock.NewFakeClock(time.Now())}
 	f.source = fake.NewClientBuilder().WithScheme(scheme.Gardener).
 		WithObjects(machine("machine-1", "node-1", "osc-pool-a"), machine("machine-ghost", "node-gone", "osc-pool-a"),
-			machine("machine-unjoined", "", "osc-pool-a"), machine("machine-nopool", "node-1", "")).
+			machine("machine-unjoined", "", "osc-pool-a"), machine("machine-nopool", "node-1", ""),
+			machine("machine-unjoined-oscgone", "", "osc-pool-gone"), machine("machine-unjoined-nopool", "", "")).
 		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			f.machineReads++
 			return c.Get(ctx, key, obj, opts...)
@@ -313,12 +315,176 @@ func TestRules(t *testing.T) {
 		{"secrets of an unknown machine: evaluation error", review(unknown, "get", "", "secrets", "", "kube-system", "gardener-valitail"), evalError(`error getting machine "machine-unknown": `)},
 		// Its Node is gone: no host name, so every host's files count.
 		{"secrets of a machine whose Node is gone", review(ghost, "get", "", "secrets", "", "kube-system", "ref-host-2"), allow},
-		{"secrets of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "secrets", "", "kube-system", "ref-host-2"), allow},
 		{"secrets of a machine without OSC secret", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "gardener-valitail"), allow},
 		{"no OSC secret grants none", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "osc-pool-a"), denyAny},
-		// A Machine names its Node only once it joined: a denial, not an evaluation error.
-		{"node of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "nodes", "", "", "node-1"), deny(`no node for "machine-unjoined" found`)},
-		{"lease of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", coord, leases, "", "kube-system", "gardener-node-agent-"), deny(`no node for "machine-unjoined" found`)},
+		// A Machine names its Node only once it joined; until then every Node-scoped answer and
+		// the Secrets are evaluation errors (TestBootstrap has them all).
+		{"secrets of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "secrets", "", "kube-system", "ref-host-2"), evalError(bootstrapSecretsError)},
+		{"node of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "nodes", "", "", "node-1"), evalError(bootstrapNodeError)},
+		{"lease of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", coord, leases, "", "kube-system", "gardener-node-agent-"), evalError(bootstrapNodeError)},
+	})
+}
+
+// The evaluation errors of a bootstrapping agent: Gardener reads the Node its Machine names,
+// none, and that read fails (the Node-scoped rules; the Secrets once the OSC secret is read).
+const (
+	bootstrapNodeError    = `error getting node "/": resource name may not be empty`
+	bootstrapSecretsError = `error getting node "": resource name may not be empty`
+)
+
+// TestBootstrap: a node agent whose Machine names no Node yet (its Node has not registered)
+// gets, for every resource and verb the authorizer handles, Gardener's answer by Gardener's code
+// path: what needs no Node is decided as for everybody (CSRs, Events, listing and watching
+// Nodes, refused verbs and subresources); what is scoped to its Node is an evaluation error
+// (no opinion: RBAC decides; a denial would be final); Secrets are an evaluation error once
+// Gardener reads the OSC secret and then the Node, so not even the always readable ones are
+// allowed. Only when the OSC secret does not exist (or is not named) does Gardener skip the
+// Node and decide on the always readable Secrets and the OSC secret's name.
+func TestBootstrap(t *testing.T) {
+	f := newFixture()
+	unjoined := agentPrefix + "machine-unjoined"
+	ownCSR := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "unjoined-own"}, Spec: certificatesv1.CertificateSigningRequestSpec{Username: unjoined}}
+	require.NoError(t, f.target.Create(context.Background(), ownCSR))
+	nodeErr, secretsErr := evalError(bootstrapNodeError), evalError(bootstrapSecretsError)
+	var cases []rule
+	add := func(name string, spec authorizationv1.SubjectAccessReviewSpec, want outcome) {
+		cases = append(cases, rule{name, spec, want})
+	}
+
+	// CertificateSigningRequests: no Node involved.
+	add("create a CSR", review(unjoined, "create", certs, csrs, "", "", ""), allow)
+	add("get own CSR", review(unjoined, "get", certs, csrs, "", "", "unjoined-own"), allow)
+	add("get foreign CSR", review(unjoined, "get", certs, csrs, "", "", "foreign"), deny(`gardener-node-agent is only allowed to read or request CSRs for its own user "`+unjoined+`"`))
+	add("get missing CSR", review(unjoined, "get", certs, csrs, "", "", "missing"), evalError(`"missing" not found`))
+	for _, verb := range []string{"list", "watch", "update", "patch", "delete", "deletecollection"} {
+		add(verb+" CSRs", review(unjoined, verb, certs, csrs, "", "", "unjoined-own"), verbs("[get create]"))
+	}
+	add("CSR approval", review(unjoined, "update", certs, csrs, "approval", "", "unjoined-own"), subresources("[]"))
+
+	// Events: no Node involved.
+	for _, group := range []string{"", "events.k8s.io"} {
+		add("create event "+group, review(unjoined, "create", group, "events", "", "default", ""), allow)
+		add("patch event "+group, review(unjoined, "patch", group, "events", "", "kube-system", "e"), allow)
+		for _, verb := range []string{"get", "list", "watch", "update", "delete"} {
+			add(verb+" event "+group, review(unjoined, verb, group, "events", "", "default", "e"), verbs("[create patch]"))
+		}
+		add("event subresource "+group, review(unjoined, "patch", group, "events", "status", "default", "e"), subresources("[]"))
+	}
+
+	// Leases: the verb and subresource are checked first, then the Node is read.
+	for _, verb := range []string{"get", "list", "watch", "create", "update"} {
+		for _, name := range []string{"", "gardener-node-agent-node-1", "osc-pool-a"} {
+			add(verb+" lease "+name, review(unjoined, verb, coord, leases, "", "kube-system", name), nodeErr)
+		}
+		add(verb+" lease elsewhere", review(unjoined, verb, coord, leases, "", "default", "x"), nodeErr)
+	}
+	for _, verb := range []string{"patch", "delete", "deletecollection"} {
+		add(verb+" lease", review(unjoined, verb, coord, leases, "", "kube-system", "gardener-node-agent-node-1"), verbs("[get list watch create update]"))
+	}
+	add("lease subresource", review(unjoined, "get", coord, leases, "status", "kube-system", "x"), subresources("[]"))
+
+	// Nodes: listing and watching need no Node; the rest reads it.
+	for _, name := range []string{"", "node-1"} {
+		add("list nodes "+name, review(unjoined, "list", "", "nodes", "", "", name), allow)
+		add("watch nodes "+name, review(unjoined, "watch", "", "nodes", "", "", name), allow)
+	}
+	for _, verb := range []string{"get", "patch", "update"} {
+		for _, sub := range []string{"", "status"} {
+			add(verb+" node "+sub, review(unjoined, verb, "", "nodes", sub, "", "node-1"), nodeErr)
+			add(verb+" unnamed node "+sub, review(unjoined, verb, "", "nodes", sub, "", ""), nodeErr)
+		}
+	}
+	for _, verb := range []string{"create", "delete", "deletecollection"} {
+		add(verb+" node", review(unjoined, verb, "", "nodes", "", "", "node-1"), verbs("[get list watch patch update]"))
+	}
+	add("node proxy", review(unjoined, "get", "", "nodes", "proxy", "", "node-1"), subresources("[status]"))
+
+	// Pods: the Node is read before the verb matters.
+	for _, verb := range []string{"get", "list", "watch", "delete"} {
+		add(verb+" pod", review(unjoined, verb, "", "pods", "", "default", "on-node-1"), nodeErr)
+		add(verb+" pods", review(unjoined, verb, "", "pods", "", "", ""), nodeErr)
+	}
+	for _, verb := range []string{"create", "update", "patch", "deletecollection"} {
+		add(verb+" pod", review(unjoined, verb, "", "pods", "", "default", "on-node-1"), verbs("[get list watch delete]"))
+	}
+	add("pod logs", review(unjoined, "get", "", "pods", "log", "default", "on-node-1"), subresources("[]"))
+	add("pod eviction", review(unjoined, "create", "", "pods", "eviction", "default", "on-node-1"), subresources("[]"))
+
+	// Secrets: its OSC secret exists, so the Node is read: nothing is allowed, not even the
+	// always readable Secrets (control-plane credentials among them).
+	readable := []string{"gardener-valitail", "gardener-opentelemetry-collector", "shoot-access-kube-controller-manager", "shoot-access-kube-scheduler", "shoot-access-cluster-admin", "osc-pool-a", "ref-all", "ref-host-2", "ref-ext"}
+	for _, verb := range []string{"get", "list", "watch"} {
+		for _, name := range append(readable, "", "not-osc") {
+			add(verb+" secret "+name, review(unjoined, verb, "", "secrets", "", "kube-system", name), secretsErr)
+		}
+		add(verb+" secret elsewhere", review(unjoined, verb, "", "secrets", "", "default", "gardener-valitail"), secretsErr)
+	}
+	for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+		add(verb+" secret", review(unjoined, verb, "", "secrets", "", "kube-system", "gardener-valitail"), verbs("[get list watch]"))
+	}
+	add("secret subresource", review(unjoined, "get", "", "secrets", "status", "kube-system", "gardener-valitail"), subresources("[]"))
+
+	// Other resources and non-resource requests are denied as for everybody.
+	add("configmaps", review(unjoined, "get", "", "configmaps", "", "kube-system", "x"), deny(""))
+	add("non-resource", authorizationv1.SubjectAccessReviewSpec{User: unjoined, Groups: agents, NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}}, deny(""))
+
+	// Its OSC secret does not exist: Gardener does not read the Node and decides on the always
+	// readable Secrets and the OSC secret's name. The Node-scoped rules still read the Node.
+	gone := agentPrefix + "machine-unjoined-oscgone"
+	goneReason := `gardener-node-agent can only access secrets [gardener-valitail gardener-opentelemetry-collector shoot-access-kube-controller-manager shoot-access-kube-scheduler shoot-access-cluster-admin osc-pool-gone] in "kube-system" namespace`
+	add("OSC secret gone: always readable", review(gone, "get", "", "secrets", "", "kube-system", "shoot-access-kube-scheduler"), allow)
+	add("OSC secret gone: its name", review(gone, "watch", "", "secrets", "", "kube-system", "osc-pool-gone"), allow)
+	add("OSC secret gone: others", review(gone, "get", "", "secrets", "", "kube-system", "osc-pool-a"), deny(goneReason))
+	add("OSC secret gone: lease", review(gone, "update", coord, leases, "", "kube-system", "gardener-node-agent-node-1"), nodeErr)
+	add("OSC secret gone: node", review(gone, "get", "", "nodes", "", "", "node-1"), nodeErr)
+	add("OSC secret gone: pods", review(gone, "list", "", "pods", "", "", ""), nodeErr)
+
+	// No OSC secret named: read as not found, as Gardener's informer answers an empty name.
+	nopool := agentPrefix + "machine-unjoined-nopool"
+	add("no OSC secret: always readable", review(nopool, "get", "", "secrets", "", "kube-system", "gardener-valitail"), allow)
+	add("no OSC secret: others", review(nopool, "get", "", "secrets", "", "kube-system", "osc-pool-a"), denyAny)
+	add("no OSC secret: node", review(nopool, "patch", "", "nodes", "status", "", "node-1"), nodeErr)
+
+	run(t, f.authorizer(t, ptr.To(machineNS), false), cases)
+
+	t.Run("authorizeWithSelectors", func(t *testing.T) {
+		list := review(unjoined, "list", "", "pods", "", "", "")
+		run(t, f.authorizer(t, ptr.To(machineNS), true), []rule{
+			{"list with its node's selector", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=node-1"}), nodeErr},
+			{"list with an empty node name", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName="}), nodeErr},
+			{"list with an invalid selector", withFieldSelector(list, authorizationv1.FieldSelectorAttributes{RawSelector: "a=b=c"}), nodeErr},
+			{"watch a named pod", review(unjoined, "watch", "", "pods", "", "default", "on-node-1"), nodeErr},
+		})
+	})
+
+	// On the wire: no opinion with the evaluation error, never denied.
+	t.Run("answer", func(t *testing.T) {
+		wh := webhook.Authorization(Name, Path, f.authorizer(t, ptr.To(machineNS), false), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + unjoined + `","groups":["gardener.cloud:node-agents"],"resourceAttributes":{"verb":"get","resource":"secrets","namespace":"kube-system","name":"shoot-access-kube-scheduler"}}}`
+		rec := httptest.NewRecorder()
+		wh.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader([]byte(body))))
+		require.Equal(t, http.StatusOK, rec.Code)
+		assert.JSONEq(t, `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":false,
+			"evaluationError":"500 error getting node \"\": resource name may not be empty"}}`, rec.Body.String())
+	})
+
+	// The Machine is read again on every request until it names its Node: when the Node has
+	// registered, the agent's requests are decided at once.
+	t.Run("joins", func(t *testing.T) {
+		g := newFixture()
+		a := g.authorizer(t, ptr.To(machineNS), false)
+		spec := review(unjoined, "get", "", "nodes", "", "", "node-2")
+		_, _, err := a.Authorize(context.Background(), spec)
+		require.Error(t, err)
+		m := machine("machine-unjoined", "node-2", "osc-pool-a")
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(machineGVK)
+		require.NoError(t, g.source.Get(context.Background(), client.ObjectKey{Namespace: machineNS, Name: "machine-unjoined"}, current))
+		m.SetResourceVersion(current.GetResourceVersion())
+		require.NoError(t, g.source.Update(context.Background(), m))
+		d, _, err := a.Authorize(context.Background(), spec)
+		require.NoError(t, err)
+		assert.Equal(t, webhook.Allow.String(), d.String())
 	})
 }
 

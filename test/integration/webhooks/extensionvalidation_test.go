@@ -230,11 +230,44 @@ func TestExtensionValidationNoSpecChangeWhileDeleting(t *testing.T) {
 
 	changed := worker.DeepCopy()
 	changed.Spec.Pools[0].MachineType = "larger"
-	assertInvalidBy(t, c.Update(ctx, changed), "workers", "cannot update Worker spec if deletion timestamp is set. Requested changes: spec.pools")
+	assertInvalidBy(t, c.Update(ctx, changed), "workers", "cannot update worker spec if deletion timestamp is set. Requested changes: spec.pools")
 
 	worker.Finalizers = nil
 	require.NoError(t, c.Update(ctx, worker), "finalizers may go")
 	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(worker), worker)))
+}
+
+// Members of a spec that Gardener's types do not declare are dropped by its decoding: changing
+// them is no spec change, also while the object is being deleted. A ControlPlane has no
+// purpose (in Gardener v1.150): an update setting spec.purpose of one being deleted passes,
+// one changing its region does not.
+func TestExtensionValidationUndeclaredMembersWhileDeleting(t *testing.T) {
+	ctx := context.Background()
+	c := extensionsClient(t)
+	cp := pick[*extensionsv1alpha1.ControlPlane](extensionObjects(targetNamespace(t, nil)))
+	cp.Finalizers = []string{"extensions.gardener.cloud/local"}
+	cp.Annotations = map[string]string{"confirmation.gardener.cloud/deletion": "true"}
+	require.NoError(t, c.Create(ctx, cp))
+	require.NoError(t, c.Delete(ctx, cp))
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(extensionsv1alpha1.SchemeGroupVersion.WithKind("ControlPlane"))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cp), u))
+	require.NotNil(t, u.GetDeletionTimestamp())
+
+	withPurpose := u.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(withPurpose.Object, "exposure", "spec", "purpose"))
+	require.NoError(t, c.Update(ctx, withPurpose), "a member ControlPlane does not declare may change")
+	stored, _, _ := unstructured.NestedString(withPurpose.Object, "spec", "purpose")
+	assert.Equal(t, "exposure", stored, "the permissive test CRD keeps it")
+
+	changed := withPurpose.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(changed.Object, "elsewhere", "spec", "region"))
+	assertInvalidBy(t, c.Update(ctx, changed), "controlplanes", "cannot update control plane spec if deletion timestamp is set. Requested changes: spec.region")
+
+	withPurpose.SetFinalizers(nil)
+	require.NoError(t, c.Update(ctx, withPurpose), "finalizers may go")
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(cp), cp)))
 }
 
 // As Gardener registers it, the webhook validates in every namespace, kube-system included.

@@ -154,3 +154,60 @@ func TestNodeAgentAuthorizer(t *testing.T) {
 	other := clientAs(t, "gardener.cloud:node-agent:machine:machine-a-impostor")
 	forbidden(other.Get(ctx, client.ObjectKey{Name: "node-a"}, &corev1.Node{}))
 }
+
+// A node agent whose Machine names no Node yet (its Node has not registered) is bootstrapping:
+// the authorizer has no opinion about what is scoped to its Node, nor about Secrets (it would
+// read the Node first), so the authorizers before it (RBAC) decide alone; it denies nothing
+// finally and allows none of the always readable Secrets (control-plane credentials among
+// them). Once the Machine names its Node, the same agent is decided at once.
+func TestNodeAgentAuthorizerBootstrap(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, client.IgnoreAlreadyExists(source.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machineNamespace}})))
+	m := &unstructured.Unstructured{}
+	m.SetAPIVersion("machine.sapcloud.io/v1alpha1")
+	m.SetKind("Machine")
+	m.SetNamespace(machineNamespace)
+	m.SetName("machine-boot")
+	require.NoError(t, unstructured.SetNestedField(m.Object, "gardener-node-agent-pool-boot", "spec", "nodeTemplate", "metadata", "labels", "worker.gardener.cloud/gardener-node-agent-secret-name"))
+	require.NoError(t, source.Client.Create(ctx, m))
+	require.NoError(t, target.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-pool-boot", Namespace: "kube-system", Labels: map[string]string{"worker.gardener.cloud/pool": "boot"}},
+		Data:       map[string][]byte{"osc.yaml": []byte("spec:\n  files:\n  - path: /etc/boot\n    content: {secretRef: {name: gardener-node-agent-ref-boot, dataKey: a}}\n")},
+	}))
+	for _, s := range []string{"shoot-access-kube-scheduler", "gardener-node-agent-ref-boot"} {
+		require.NoError(t, client.IgnoreAlreadyExists(target.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s, Namespace: "kube-system"}})))
+	}
+
+	agent := clientAs(t, "gardener.cloud:node-agent:machine:machine-boot", "gardener.cloud:node-agents")
+	allowed := func(err error) { t.Helper(); assert.False(t, apierrors.IsForbidden(err), "want allowed, got %v", err) }
+	// noOpinion: forbidden because nobody allows it (RBAC grants this agent nothing), not
+	// because the webhook denied it (its denials carry reasons; it gives none here).
+	noOpinion := func(err error) {
+		t.Helper()
+		require.True(t, apierrors.IsForbidden(err), "want forbidden, got %v", err)
+		for _, denial := range []string{"no node for", "can only access", "does not belong"} {
+			assert.NotContains(t, err.Error(), denial)
+		}
+	}
+
+	noOpinion(agent.Get(ctx, client.ObjectKey{Name: "shoot-access-kube-scheduler", Namespace: "kube-system"}, &corev1.Secret{}))
+	noOpinion(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-pool-boot", Namespace: "kube-system"}, &corev1.Secret{}))
+	noOpinion(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-ref-boot", Namespace: "kube-system"}, &corev1.Secret{}))
+	noOpinion(agent.Get(ctx, client.ObjectKey{Name: "node-boot"}, &corev1.Node{}))
+	noOpinion(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-node-boot", Namespace: "kube-system"}, &coordinationv1.Lease{}))
+	noOpinion(agent.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-node-boot", Namespace: "kube-system"}}))
+	noOpinion(agent.List(ctx, &corev1.PodList{}, client.MatchingFields{"spec.nodeName": "node-boot"}))
+	// What needs no Node is decided as for any agent: it finds its Node among all of them.
+	allowed(agent.List(ctx, &corev1.NodeList{}))
+
+	// The kubelet registers the Node, machine-controller-manager labels the Machine.
+	require.NoError(t, target.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-boot", Labels: map[string]string{
+		"kubernetes.io/hostname": "node-boot", "worker.gardener.cloud/gardener-node-agent-secret-name": "gardener-node-agent-pool-boot",
+	}}}))
+	m.SetLabels(map[string]string{"node": "node-boot"})
+	require.NoError(t, source.Client.Update(ctx, m))
+	allowed(agent.Get(ctx, client.ObjectKey{Name: "node-boot"}, &corev1.Node{}))
+	allowed(agent.Get(ctx, client.ObjectKey{Name: "shoot-access-kube-scheduler", Namespace: "kube-system"}, &corev1.Secret{}))
+	allowed(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-ref-boot", Namespace: "kube-system"}, &corev1.Secret{}))
+	allowed(agent.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-node-boot", Namespace: "kube-system"}}))
+}

@@ -36,6 +36,10 @@ type Writer interface {
 	// version of the object before (e.g. a manifest that leaves out what the server defaults:
 	// obj then stays as read). On success obj holds the server's answer.
 	Patch(ctx context.Context, obj client.Object, mutate func()) (changed bool, err error)
+	// Touch sends an update of obj that changes nothing by itself, conditional on obj's
+	// resourceVersion, so that the API server's admission (mutating webhooks) sees the object
+	// again: GRM's alwaysUpdate. On success obj holds the server's answer.
+	Touch(ctx context.Context, obj client.Object) error
 	// PatchStatus is Patch on the status subresource.
 	PatchStatus(ctx context.Context, obj client.Object, mutate func()) (changed bool, err error)
 	// Delete deletes obj if it still has obj's UID and resourceVersion.
@@ -63,6 +67,14 @@ func (w *optimisticWriter) Create(ctx context.Context, obj client.Object) error 
 
 func (w *optimisticWriter) Patch(ctx context.Context, obj client.Object, mutate func()) (bool, error) {
 	return w.patch(ctx, obj, mutate, func(p client.Patch) error { return w.c.Patch(ctx, obj, p) })
+}
+
+func (w *optimisticWriter) Touch(ctx context.Context, obj client.Object) error {
+	rv := obj.GetResourceVersion()
+	if rv == "" {
+		return fmt.Errorf("touching %s: an optimistic write needs the resourceVersion it is based on", client.ObjectKeyFromObject(obj))
+	}
+	return w.c.Patch(ctx, obj, (&change{}).patch(rv))
 }
 
 func (w *optimisticWriter) PatchStatus(ctx context.Context, obj client.Object, mutate func()) (bool, error) {

@@ -287,6 +287,14 @@ func (r *Reconciler) applyObject(ctx context.Context, req function.Request, orig
 	}
 	if changed {
 		r.Log.Info("updated resource because its actual state differed from the desired state", "resource", name)
+		return nil
+	}
+	if r.Config.AlwaysUpdate {
+		// controllers.managedResource.alwaysUpdate: the object goes through admission again
+		// even when nothing changed, as Gardener's unconditional update does.
+		if err := r.Target.Writer.Touch(ctx, current); err != nil {
+			return fmt.Errorf("error during apply of object %q: %s", name, err)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/andybalholm/brotli"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,4 +198,18 @@ func TestOtherClassIsLeftAlone(t *testing.T) {
 	err := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "obj"}, &corev1.ConfigMap{})
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 	assert.Empty(t, get(t, mr).Finalizers)
+}
+
+// alwaysUpdate writes every object on every reconcile, even when nothing changed, so that
+// admission sees it again; without it, a reconcile with nothing changed writes nothing.
+func TestAlwaysUpdate(t *testing.T) {
+	cfg := config(t)
+	cfg.AlwaysUpdate = true
+	h := singleTarget(t, functiontest.WithConfig(cfg))
+	ns := namespace(t, shootA)
+	_, _ = manifest(t, ns, "app", map[string]string{"objects.yaml": docs(configMap(ns, "a", "1"), configMap(ns, "b", "2"))})
+	h.Sweep("sync")
+	h.TargetCounter.Reset()
+	h.Sweep("sync")
+	assert.GreaterOrEqual(t, h.TargetCounter.Total("patch"), 2, "both objects written again")
 }

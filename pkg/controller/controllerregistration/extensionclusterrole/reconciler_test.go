@@ -135,6 +135,11 @@ func (w noWrites) Patch(_ context.Context, obj client.Object, _ func()) (bool, e
 	return false, nil
 }
 
+func (w noWrites) Touch(_ context.Context, obj client.Object) error {
+	w.t.Errorf("unexpected touch of %T %s", obj, obj.GetName())
+	return nil
+}
+
 func (w noWrites) PatchStatus(_ context.Context, obj client.Object, _ func()) (bool, error) {
 	w.t.Errorf("unexpected status patch of %T %s", obj, obj.GetName())
 	return false, nil

@@ -48,6 +48,11 @@ func (w *recordingWriter) Patch(_ context.Context, obj client.Object, mutate fun
 	return true, nil
 }
 
+func (w *recordingWriter) Touch(context.Context, client.Object) error {
+	w.calls = append(w.calls, "touch")
+	return nil
+}
+
 func (w *recordingWriter) PatchStatus(_ context.Context, obj client.Object, mutate func()) (bool, error) {
 	mutate()
 	w.calls = append(w.calls, "status")

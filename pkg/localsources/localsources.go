@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -116,7 +117,8 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 	}
 	s.run(func() error { <-ctx.Done(); return stopBroker() })
 
-	runner := mtping.NewCronJobsRunner(adapter.ClientConfig{}, kube, opts.Logger,
+	// No sink timeout, as the adapter's controller configures it (the runner warns otherwise).
+	runner := mtping.NewCronJobsRunner(adapter.ClientConfig{Env: &adapter.EnvConfig{EnvSinkTimeout: "-1"}}, kube, opts.Logger,
 		cron.WithParser(cron.NewParser(cron.SecondOptional|cron.Minute|cron.Hour|cron.Dom|cron.Month|cron.Dow|cron.Descriptor)))
 	for _, obj := range objs {
 		switch source := obj.(type) {
@@ -183,10 +185,25 @@ func SourceConfig(source *sourcesv1.ApiServerSource) (apiserver.Config, error) {
 // only through envconfig from the process environment.
 var envMu sync.Mutex
 
-// withEnv runs f with vars set in the process environment, and restores it afterwards.
+// quietAdapter is the part of an adapter's environment Knative's controllers would set in its
+// pod: its logging configuration (errors only: the adapters run in the landscape's process, whose
+// terminal shows the live view) and the sink timeout (none), which it warns about when unset.
+var quietAdapter = map[string]string{
+	"K_LOGGING_CONFIG": `{"zap-logger-config":"{\"level\":\"error\",\"encoding\":\"json\",\"outputPaths\":[\"stderr\"],\"errorOutputPaths\":[\"stderr\"],\"encoderConfig\":{\"messageKey\":\"message\",\"levelKey\":\"severity\"}}"}`,
+	"K_SINK_TIMEOUT":   "-1",
+}
+
+// withEnv runs f with vars, and the quiet adapter settings, set in the process environment, and
+// restores it afterwards.
 func withEnv(vars map[string]string, f func() error) error {
 	envMu.Lock()
 	defer envMu.Unlock()
+	vars = maps.Clone(vars)
+	for k, v := range quietAdapter {
+		if _, set := vars[k]; !set {
+			vars[k] = v
+		}
+	}
 	for k, v := range vars {
 		if old, had := os.LookupEnv(k); had {
 			defer os.Setenv(k, old)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/andybalholm/brotli"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -212,4 +214,29 @@ func TestAlwaysUpdate(t *testing.T) {
 	h.TargetCounter.Reset()
 	h.Sweep("sync")
 	assert.GreaterOrEqual(t, h.TargetCounter.Total("patch"), 2, "both objects written again")
+}
+
+// Seed mode (neither TARGET_KUBECONFIG nor MULTI_TENANT): the seed is the target, as for GRM's
+// instance in the seed's garden namespace; a manual change there arrives as an event of the one
+// cluster (cluster=source) and is reconciled back. (The function then writes the seed with its
+// own identity, which an operator grants what GRM's seed instance may do: served as admin here.)
+func TestSeedMode(t *testing.T) {
+	ctx := context.Background()
+	cfg := config(t)
+	cfg.ResourceClass = "seed"
+	h := functiontest.New(t, seed, managedresource.Function, functiontest.WithConfig(cfg))
+	require.Equal(t, function.SeedMode, h.Server.Mode())
+	ns := seed.Namespace(t)
+	_, mr := manifest(t, ns, "seed-app", map[string]string{"objects.yaml": configMap(ns, "in-the-seed", "a")},
+		func(mr *resourcesv1alpha1.ManagedResource) { mr.Spec.Class = ptr.To("seed") })
+	h.Send("add", mr)
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "in-the-seed"}, cm))
+	assert.Contains(t, get(t, mr).Finalizers, "resources.gardener.cloud/gardener-resource-manager-seed")
+
+	cm.Data["key"] = "edited"
+	require.NoError(t, seed.Client.Update(ctx, cm))
+	h.Send("update", cm) // the source's event of the target's kind
+	require.NoError(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
+	assert.Equal(t, "a", cm.Data["key"])
 }

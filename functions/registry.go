@@ -26,6 +26,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/seed"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shootstate"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/tokenrequestor"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
@@ -52,6 +53,7 @@ var All = []*function.Function{
 	managedresource.Function,
 	health.Function,
 	garbagecollector.Function,
+	tokenrequestor.Function,
 }
 
 // ByName returns the function with the given name.

@@ -81,6 +81,7 @@ func run(dir string, withSamples bool) error {
 			"event":                  {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
 			"garbagecollector":       {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"managedresource":        {"GARBAGE_COLLECTOR_ENABLED=true"},
+			"tokenrequestor":         {"TOKEN_REQUESTOR_ENABLED=true"},
 			"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
 		},
 	})

@@ -56,10 +56,25 @@ spec:
         image: registry.local/demo:1
 `
 
-// managedresourceSamples creates the ManagedResource sample in the seed (the landscape's main
-// control plane), for GRM's functions to apply into the shoot.
+// grmSampleToken is the token requestor sample: a Secret in the seed asking for a token of the
+// ServiceAccount kube-system/demo of the shoot.
+const grmSampleToken = "demo-token"
+
+// managedresourceSamples creates GRM's samples in the seed (the landscape's main control plane):
+// the ManagedResource for GRM's functions to apply into the shoot, and a token requestor Secret.
 func managedresourceSamples(ctx context.Context, c client.Client) error {
 	ns := string(landscape.Tenant)
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: grmSampleToken,
+		Labels: map[string]string{resourcesv1alpha1.ResourceManagerPurpose: resourcesv1alpha1.LabelPurposeTokenRequest, resourcesv1alpha1.ResourceManagerClass: resourcesv1alpha1.ResourceManagerClassShoot},
+		Annotations: map[string]string{
+			resourcesv1alpha1.ServiceAccountName: "demo", resourcesv1alpha1.ServiceAccountNamespace: metav1.NamespaceSystem,
+			// Short-lived, so that its renewal shows within minutes.
+			resourcesv1alpha1.ServiceAccountTokenExpirationDuration: "10m",
+		},
+	}}); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
 	if err := c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: grmSampleName},
 		Data:       map[string][]byte{"objects.yaml": []byte(grmSampleManifest)},
@@ -78,6 +93,9 @@ func managedresourceSamples(ctx context.Context, c client.Client) error {
 type grmSample struct {
 	seed, shoot client.Client
 	edited      time.Time
+	// lastToken and tokens count the tokens the sample's Secret got (renewals).
+	lastToken string
+	tokens    int
 }
 
 func (g *grmSample) line() string {
@@ -100,7 +118,20 @@ func (g *grmSample) line() string {
 		steps = append(steps, g.drift(ctx, cm))
 	}
 	steps = append(steps, "healthy "+conditionMark(mr, resourcesv1alpha1.ResourcesHealthy))
-	return "GRM: " + strings.Join(steps, " → ")
+	return "GRM: " + strings.Join(steps, " → ") + "\n" + g.token(ctx)
+}
+
+// token follows the token requestor sample: the token in the seed's Secret, and its renewals.
+func (g *grmSample) token(ctx context.Context) string {
+	secret := &corev1.Secret{}
+	if err := g.seed.Get(ctx, client.ObjectKey{Namespace: string(landscape.Tenant), Name: grmSampleToken}, secret); err != nil || len(secret.Data["token"]) == 0 {
+		return "GRM: token of the shoot's kube-system/demo …"
+	}
+	if string(secret.Data["token"]) != g.lastToken {
+		g.lastToken = string(secret.Data["token"])
+		g.tokens++
+	}
+	return fmt.Sprintf("GRM: token of the shoot's kube-system/demo ✓ (%d requested, next renewal at %s)", g.tokens, secret.Annotations[resourcesv1alpha1.ServiceAccountTokenRenewTimestamp])
 }
 
 // drift edits the ConfigMap by hand once, and then tells whether the function put it back.

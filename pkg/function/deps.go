@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,34 @@ type ClusterClient struct {
 	// runtime does not build, such as Helm's; set for the Target cluster in single-target and
 	// seed mode.
 	Config *rest.Config
+	// RESTConfig is the REST configuration of the cluster the context's tenant is on (per
+	// seed, the tenant's: its server and CA), e.g. for the CA bundle a token requestor hands
+	// out; nil where unknown.
+	RESTConfig func(ctx context.Context) (*rest.Config, error)
+	// Tokens issues and reviews ServiceAccount tokens on the cluster: TokenRequests and
+	// TokenReviews store nothing, so they are not the Writer's.
+	Tokens Tokens
+}
+
+// Tokens issues and reviews ServiceAccount tokens.
+type Tokens interface {
+	// Request fills tr's status with a token of sa (the TokenRequest API).
+	Request(ctx context.Context, sa *corev1.ServiceAccount, tr *authenticationv1.TokenRequest) error
+	// Review fills tr's status with what the cluster says of its token (the TokenReview API).
+	Review(ctx context.Context, tr *authenticationv1.TokenReview) error
+}
+
+// NewTokens returns the token requests and reviews of c's cluster.
+func NewTokens(c client.Client) Tokens { return clientTokens{c: c} }
+
+type clientTokens struct{ c client.Client }
+
+func (t clientTokens) Request(ctx context.Context, sa *corev1.ServiceAccount, tr *authenticationv1.TokenRequest) error {
+	return t.c.SubResource("token").Create(ctx, sa, tr)
+}
+
+func (t clientTokens) Review(ctx context.Context, tr *authenticationv1.TokenReview) error {
+	return t.c.Create(ctx, tr)
 }
 
 // Deps are what the runtime hands a reconciler's constructor.

@@ -309,9 +309,13 @@ func (s Sweep) ScheduleOf(config any) string {
 }
 
 // Clusters are the clusters the function talks to: Source always, Target when a watch, list or
-// reconciler is on it.
+// reconciler is on it, or when it declares how its Target is deployed (a function that only
+// writes its Target, such as the token requestor).
 func (f *Function) Clusters() []Cluster {
 	clusters := []Cluster{Source}
+	if f.Deployment != "" {
+		return append(clusters, Target)
+	}
 	uses := func(c Cluster) {
 		if c == Target && len(clusters) == 1 {
 			clusters = append(clusters, Target)

@@ -93,14 +93,14 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		config:  env.Config,
 	}
 	deps := Deps{
-		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source), Mapper: staticMapper(env.Source)},
+		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source), Mapper: staticMapper(env.Source), Tokens: NewTokens(env.Source)},
 		Clock:  env.Clock, Config: env.Config, Registry: env.Registry,
 	}
 	if slices.Contains(fn.Clusters(), Target) {
 		s.targets = newTargets(env)
 		s.live[Target] = s.targets.client
 		deps.Mode = s.targets.mode
-		deps.Target = ClusterClient{Reader: s.targets.client, Writer: NewWriter(s.targets.client), Mapper: s.targets.mapper, Config: env.TargetConfig}
+		deps.Target = ClusterClient{Reader: s.targets.client, Writer: NewWriter(s.targets.client), Mapper: s.targets.mapper, Config: env.TargetConfig, RESTConfig: s.targets.restConfig(env.TargetConfig), Tokens: NewTokens(s.targets.client)}
 	}
 	for _, r := range fn.Reconcilers {
 		component := fn.Name + "-controller"
@@ -323,6 +323,10 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 // reconcileLive reconciles one key of an event from live state, for its tenant.
 func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from tenant.Name) error {
 	tn, err := s.targets.tenantOf(r, key, from)
+	if errors.Is(err, errNotServed) {
+		s.metrics.filtered.WithLabelValues(r.Name, r.For.Kind).Inc()
+		return nil
+	}
 	if err == nil {
 		ctx, err = s.targets.reach(ctx, tn)
 	}

@@ -207,6 +207,9 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 // reconciles for that tenant; a sweep over everything, for the tenant of each key.
 func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler, key Key, tn tenant.Name, reader, target *snapshot) error {
 	owner, err := s.targets.tenantOf(r, key, tn)
+	if errors.Is(err, errNotServed) {
+		return nil
+	}
 	if err == nil && tn == "" {
 		ctx, err = s.targets.reach(ctx, owner)
 	}

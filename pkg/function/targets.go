@@ -2,9 +2,11 @@ package function
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
@@ -67,6 +69,29 @@ func (t *targets) mapper(ctx context.Context) (meta.RESTMapper, error) {
 	return t.client.RESTMapper(), nil
 }
 
+// restConfig returns the REST configuration of the context's target: the tenant's per seed,
+// else the static one (nil when none was given).
+func (t *targets) restConfig(static *rest.Config) func(context.Context) (*rest.Config, error) {
+	return func(ctx context.Context) (*rest.Config, error) {
+		if t.mode != PerSeed {
+			if static == nil {
+				return nil, fmt.Errorf("the target's REST configuration is not known here")
+			}
+			return rest.CopyConfig(static), nil
+		}
+		tn := tenant.From(ctx)
+		if tn == "" {
+			return nil, &clients.UnknownTenantError{Reason: "the request names no tenant, and this process serves only tenants"}
+		}
+		return t.tenants.Config(ctx, tn)
+	}
+}
+
+// errNotServed says that a key is another deployment's: per seed, a Source object outside every
+// tenant's namespace (e.g. of GRM's instance in the seed's garden namespace). It is not a
+// failure: the key is skipped, as a predicate would have.
+var errNotServed = errors.New("another deployment serves it")
+
 // tenantOf says which tenant a key of reconciler r is reconciled for. Outside per-seed mode
 // there are none. Per seed, a namespaced Source object belongs to the tenant of its namespace,
 // and a Target object to the tenant whose cluster the event or sweep came from (from); a key
@@ -84,7 +109,7 @@ func (t *targets) tenantOf(r Reconciler, key Key, from tenant.Name) (tenant.Name
 	}
 	owner := tenant.Name(key.Namespace)
 	if !tenant.Valid(key.Namespace, t.prefix) {
-		return "", Terminal(fmt.Errorf("%s %s is not in a tenant's namespace (%s…): another deployment serves it", r.For.Kind, key, t.prefix))
+		return "", fmt.Errorf("%s %s is not in a tenant's namespace (%s…): %w", r.For.Kind, key, t.prefix, errNotServed)
 	}
 	if from != "" && from != owner {
 		return "", Terminal(fmt.Errorf("an event of tenant %s maps to %s %s of tenant %s: refused", from, r.For.Kind, key, owner))

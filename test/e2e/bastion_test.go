@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 			// objects to it.
 			"garbagecollector": {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"managedresource":  {"GARBAGE_COLLECTOR_ENABLED=true"},
+			"tokenrequestor":   {"TOKEN_REQUESTOR_ENABLED=true"},
 		},
 	})
 	if err != nil {

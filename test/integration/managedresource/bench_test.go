@@ -28,6 +28,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/garbagecollector"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/health"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/tokenrequestor"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/localsources"
@@ -35,6 +36,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -263,4 +265,34 @@ func targetSource(b *testing.B, sink string) (adapter.EnvConfigAccessor, cloudev
 	}
 	b.Fatal("the GRM functions watch their targets: a target source")
 	return nil, nil
+}
+
+// BenchmarkTokenRequestorSweep1000 is the renewal sweep over 1,000 token requestor Secrets with
+// nothing due: its requests (a constant number of LISTs, no write) and time.
+func BenchmarkTokenRequestorSweep1000(b *testing.B) {
+	ctx := context.Background()
+	h := functiontest.New(b, seed, tokenrequestor.Function, functiontest.WithTarget(shootA), functiontest.WithConfig(&tokenrequestor.Config{Enabled: true}))
+	ns := seed.Namespace(b)
+	renew := h.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.NoError(b, testenv.Parallel(1000, func(i int) error {
+		return seed.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("token-%04d", i),
+				Labels: map[string]string{"resources.gardener.cloud/purpose": "token-requestor", "resources.gardener.cloud/class": "shoot"},
+				Annotations: map[string]string{
+					"serviceaccount.resources.gardener.cloud/name": fmt.Sprintf("sa-%04d", i), "serviceaccount.resources.gardener.cloud/namespace": "default",
+					"serviceaccount.resources.gardener.cloud/token-renew-timestamp": renew,
+				}},
+			Data: map[string][]byte{"token": []byte("a-token")},
+		})
+	}))
+	var requests map[string]int
+	for b.Loop() {
+		h.TargetCounter.Reset()
+		requests = h.Measure(func() { h.Sweep("renew") })
+		require.Zero(b, h.TargetCounter.Total(""), "nothing due: the targets are not asked")
+		require.Zero(b, requests["patch"]+requests["create"]+requests["update"])
+	}
+	for verb, n := range requests {
+		b.ReportMetric(float64(n), "source-"+verb)
+	}
 }

@@ -81,13 +81,12 @@ func PingData(sweep string) string { return fmt.Sprintf(`{"sweep":%q}`, sweep) }
 // Knative's adapter for every tenant of the seed; per function its Trigger and its PingSources.
 // Every source and Trigger passes Knative's own validation.
 func Objects(fns []*function.Function) ([]client.Object, error) {
-	mode := function.PerSeed
 	for _, fn := range fns {
 		if len(fn.WatchedKinds(function.Target)) > 0 && fn.DeploymentMode() != function.PerSeed {
 			return nil, fmt.Errorf("function %s watches its Target %s: config/ runs one target source per seed for the functions deployed per seed", fn.Name, fn.DeploymentMode())
 		}
 	}
-	return ObjectsFor(fns, mode)
+	return ObjectsFor(fns, function.PerSeed)
 }
 
 // ObjectsFor is Objects for the functions' Targets served in mode: per seed and single-target,

@@ -75,10 +75,8 @@ type Deps struct {
 	// (in per-seed mode, it acts on the tenant of the reconcile's context).
 	Source ClusterClient
 	Target ClusterClient
-	// Mode is how the Target is reached; empty for functions without one.
-	Mode  Mode
-	Clock clock.PassiveClock
-	Log   *slog.Logger
+	Clock  clock.PassiveClock
+	Log    *slog.Logger
 	// Events records Kubernetes Events on the Source cluster, as Gardener's controllers do.
 	Events EventRecorder
 	// Config is the function's Config, loaded; nil when the function declares none.

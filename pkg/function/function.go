@@ -166,12 +166,10 @@ type Request struct {
 	// Reader reads the reconciler's cluster: the API server for events, the sweep's snapshot
 	// (which falls back to the API server for kinds it did not list) for sweeps.
 	Reader client.Reader
-	// Target reads the Target cluster (of the request's tenant), likewise live or from the
-	// sweep's lists on it; nil for functions without a Target.
-	Target client.Reader
-	// Tenant is the tenant the key is reconciled for (per-seed mode); the context carries it
-	// too, which is how Deps.Target reaches the tenant's cluster.
-	Tenant  tenant.Name
+	// Target reads the Target cluster (of the request's tenant, which the context carries:
+	// tenant.From), likewise live or from the sweep's lists on it; nil for functions without a
+	// Target.
+	Target  client.Reader
 	Trigger Trigger
 	// Sweep names the sweep for sweep reconciles.
 	Sweep string

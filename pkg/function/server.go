@@ -99,7 +99,6 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 	if slices.Contains(fn.Clusters(), Target) {
 		s.targets = newTargets(env)
 		s.live[Target] = s.targets.client
-		deps.Mode = s.targets.mode
 		deps.Target = ClusterClient{Reader: s.targets.client, Writer: NewWriter(s.targets.client), Mapper: s.targets.mapper, Config: env.TargetConfig, RESTConfig: s.targets.restConfig(env.TargetConfig), Tokens: NewTokens(s.targets.client)}
 	}
 	for _, r := range fn.Reconcilers {
@@ -333,7 +332,7 @@ func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from 
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)
 	}
-	return s.reconcile(ctx, r, Request{Key: key, Tenant: tn, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent})
+	return s.reconcile(ctx, r, Request{Key: key, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent})
 }
 
 // clusterOf is where a declared cluster is: the Source for the Target too in seed mode.

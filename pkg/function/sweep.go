@@ -216,7 +216,7 @@ func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler,
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)
 	}
-	req := Request{Key: key, Tenant: owner, Reader: reader, Trigger: BySweep, Sweep: sweep}
+	req := Request{Key: key, Reader: reader, Trigger: BySweep, Sweep: sweep}
 	if target != nil {
 		req.Target = target
 	}

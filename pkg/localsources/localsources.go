@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"sync"
 	"time"
@@ -185,25 +184,10 @@ func SourceConfig(source *sourcesv1.ApiServerSource) (apiserver.Config, error) {
 // only through envconfig from the process environment.
 var envMu sync.Mutex
 
-// quietAdapter is the part of an adapter's environment Knative's controllers would set in its
-// pod: its logging configuration (errors only: the adapters run in the landscape's process, whose
-// terminal shows the live view) and the sink timeout (none), which it warns about when unset.
-var quietAdapter = map[string]string{
-	"K_LOGGING_CONFIG": `{"zap-logger-config":"{\"level\":\"error\",\"encoding\":\"json\",\"outputPaths\":[\"stderr\"],\"errorOutputPaths\":[\"stderr\"],\"encoderConfig\":{\"messageKey\":\"message\",\"levelKey\":\"severity\"}}"}`,
-	"K_SINK_TIMEOUT":   "-1",
-}
-
-// withEnv runs f with vars, and the quiet adapter settings, set in the process environment, and
-// restores it afterwards.
+// withEnv runs f with vars set in the process environment, and restores it afterwards.
 func withEnv(vars map[string]string, f func() error) error {
 	envMu.Lock()
 	defer envMu.Unlock()
-	vars = maps.Clone(vars)
-	for k, v := range quietAdapter {
-		if _, set := vars[k]; !set {
-			vars[k] = v
-		}
-	}
 	for k, v := range vars {
 		if old, had := os.LookupEnv(k); had {
 			defer os.Setenv(k, old)
@@ -237,6 +221,7 @@ func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerS
 		"K_SOURCE_CONFIG": string(configJSON),
 		"K_SINK":          sink,
 		"K_CE_OVERRIDES":  string(overrides),
+		"K_SINK_TIMEOUT":  "-1", // as Knative's controller configures it (it warns otherwise)
 	}, func() error {
 		env = adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
 		return nil
@@ -254,7 +239,8 @@ func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerS
 // variables from the ContainerSource's container, the sink and overrides as Knative's
 // SinkBinding injects them.
 func AdapterEnv(source *sourcesv1.ContainerSource, sink string) (adapter.EnvConfigAccessor, error) {
-	vars := map[string]string{"K_SINK": sink}
+	// No sink timeout, as Knative's controller configures the adapter (it warns otherwise).
+	vars := map[string]string{"K_SINK": sink, "K_SINK_TIMEOUT": "-1"}
 	for _, e := range source.Spec.Template.Spec.Containers[0].Env {
 		switch e.Name {
 		case "NAME", "K_SOURCE_CONFIG":

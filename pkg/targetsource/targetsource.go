@@ -47,7 +47,8 @@ type Options struct {
 	Sink cloudevents.Client
 	// Single is the one target of a single-target deployment; nil serves the tenants.
 	Single *rest.Config
-	// Seed lists the tenants, Tenants reaches them, Prefix says which namespaces are tenants.
+	// Seed lists the tenants, Tenants reaches them, Prefix says which namespaces are tenants
+	// (tenant.DefaultPrefix when empty).
 	Seed    client.Reader
 	Tenants *clients.Clients
 	Prefix  string
@@ -64,6 +65,9 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Single != nil {
 		m.watched.Set(1)
 		return watch(ctx, opts, opts.Single, "")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = tenant.DefaultPrefix
 	}
 	s := &source{opts: opts, metrics: m, running: map[tenant.Name]*watched{}}
 	ticker := time.NewTicker(opts.Interval)

@@ -30,6 +30,12 @@ func Valid(name, prefix string) bool {
 	return strings.HasPrefix(name, prefix) && len(name) > len(prefix) && len(validation.IsDNS1123Label(name)) == 0
 }
 
+// DefaultAccessSecret is the shoot access Secret Gardener creates in every shoot
+// control-plane namespace for the shoot's gardener-resource-manager; its token (key "token",
+// kept fresh by the token requestor) authenticates as the shoot's
+// kube-system/gardener-resource-manager ServiceAccount.
+const DefaultAccessSecret = "shoot-access-gardener-resource-manager"
+
 type key struct{}
 
 // With returns ctx for a request of tenant t.

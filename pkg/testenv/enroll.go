@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
-	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 // Enroll does in the seed e and the shoot what gardenlet does for a shoot's
@@ -61,7 +60,7 @@ func (e *Env) Enroll(ctx context.Context, t tenant.Name, shoot *Env) error {
 		return err
 	}
 	return e.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clients.DefaultAccessSecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.DefaultAccessSecret},
 		Data:       map[string][]byte{"token": []byte(tokenRequest.Status.Token)},
 	})
 }

@@ -53,9 +53,6 @@ var checkedKinds = []function.Kind{kinds.Deployment, kinds.StatefulSet, kinds.Da
 // progressingKinds are those of checkedKinds that can progress.
 var progressingKinds = []function.Kind{kinds.Deployment, kinds.StatefulSet, kinds.DaemonSet}
 
-// managedLabel selects the objects some GRM manages.
-const managedLabel = resourcesv1alpha1.ManagedBy
-
 // Function is GRM's health controller.
 var Function = newFunction()
 
@@ -83,7 +80,7 @@ func newFunction() *function.Function {
 			watched = progressingKinds
 		}
 		for _, k := range watched {
-			fn.Watches = append(fn.Watches, function.Watch{Kind: k, Cluster: function.Target, Reconciler: r, LabelSelector: managedLabel, Predicate: ObjectPredicate, Map: mapToOrigin})
+			fn.Watches = append(fn.Watches, function.Watch{Kind: k, Cluster: function.Target, Reconciler: r, LabelSelector: grm.ManagedLabel, Predicate: ObjectPredicate, Map: grm.MapToOrigin})
 		}
 		sweep := function.Sweep{
 			Name: r, Reconciler: r,
@@ -93,7 +90,7 @@ func newFunction() *function.Function {
 		// Per tenant (per seed) or once: the managed workloads, so that a sync costs a LIST per
 		// kind instead of a GET per object.
 		for _, k := range watched {
-			sweep.Related = append(sweep.Related, function.List{Kind: k, Cluster: function.Target, LabelSelector: managedLabel})
+			sweep.Related = append(sweep.Related, function.List{Kind: k, Cluster: function.Target, LabelSelector: grm.ManagedLabel})
 		}
 		fn.Sweeps = append(fn.Sweeps, sweep)
 	}
@@ -140,17 +137,6 @@ func ObjectPredicate(ev function.Event) bool {
 		return false
 	}
 	return annotations[resourcesv1alpha1.SkipHealthCheck] != "true"
-}
-
-func mapToOrigin(_ context.Context, _ client.Reader, ev function.Event) ([]function.Key, error) {
-	if ev.Object == nil {
-		return nil, nil
-	}
-	_, key, err := grm.SplitOrigin(ev.Object.GetAnnotations()[resourcesv1alpha1.OriginAnnotation])
-	if err != nil {
-		return nil, nil // no ManagedResource to tell
-	}
-	return []function.Key{key}, nil
 }
 
 // decide is one of the checks' decisions: a condition of a ManagedResource from its objects.

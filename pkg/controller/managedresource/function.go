@@ -6,7 +6,6 @@
 package managedresource
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/internal/grm"
@@ -59,9 +57,6 @@ var driftKinds = []function.Kind{
 	kinds.ClusterRole, kinds.ClusterRoleBinding, kinds.Role, kinds.RoleBinding,
 }
 
-// managedLabel selects the objects some GRM manages, whatever its managed-by value.
-const managedLabel = resourcesv1alpha1.ManagedBy
-
 // Function is GRM's ManagedResource controller.
 var Function = newFunction()
 
@@ -102,7 +97,7 @@ func newFunction() *function.Function {
 		}},
 	}
 	for _, k := range driftKinds {
-		fn.Watches = append(fn.Watches, function.Watch{Kind: k, Cluster: function.Target, Reconciler: "main", LabelSelector: managedLabel, Predicate: DriftPredicate, Map: MapToOrigin})
+		fn.Watches = append(fn.Watches, function.Watch{Kind: k, Cluster: function.Target, Reconciler: "main", LabelSelector: grm.ManagedLabel, Predicate: DriftPredicate, Map: grm.MapToOrigin})
 	}
 	return fn
 }
@@ -110,7 +105,7 @@ func newFunction() *function.Function {
 func driftLists() []function.List {
 	lists := make([]function.List, 0, len(driftKinds))
 	for _, k := range driftKinds {
-		lists = append(lists, function.List{Kind: k, Cluster: function.Target, LabelSelector: managedLabel})
+		lists = append(lists, function.List{Kind: k, Cluster: function.Target, LabelSelector: grm.ManagedLabel})
 	}
 	return lists
 }
@@ -167,22 +162,4 @@ func DriftPredicate(ev function.Event) bool {
 		return ev.SpecUnobserved()
 	}
 	return !ev.Created // a creation is this function's own
-}
-
-// MapToOrigin maps a target object to the ManagedResource its origin annotation names. The
-// cluster id is not checked here (the reconcile finds out what the ManagedResource wants), and per
-// seed the runtime refuses a ManagedResource outside the event's tenant.
-func MapToOrigin(_ context.Context, _ client.Reader, ev function.Event) ([]function.Key, error) {
-	if ev.Object == nil {
-		return nil, nil
-	}
-	origin, ok := ev.Object.GetAnnotations()[resourcesv1alpha1.OriginAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	_, key, err := grm.SplitOrigin(origin)
-	if err != nil {
-		return nil, nil // not ours to judge: an origin we cannot read names no ManagedResource
-	}
-	return []function.Key{key}, nil
 }

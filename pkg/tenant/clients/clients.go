@@ -32,12 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// DefaultAccessSecret is the shoot access Secret Gardener creates in every shoot
-// control-plane namespace for the shoot's gardener-resource-manager; its token (key "token",
-// kept fresh by the token requestor) authenticates as the shoot's
-// kube-system/gardener-resource-manager ServiceAccount.
-const DefaultAccessSecret = "shoot-access-gardener-resource-manager"
-
 // clusterGVK is extensions.gardener.cloud's Cluster, named after the shoot's control-plane
 // namespace; gardenlet annotates it with the name of the namespace's generic token kubeconfig.
 var clusterGVK = schema.GroupVersionKind{Group: "extensions.gardener.cloud", Version: "v1alpha1", Kind: "Cluster"}
@@ -67,7 +61,7 @@ type Options struct {
 	// Scheme of the tenants' clients.
 	Scheme *runtime.Scheme
 	// AccessSecret is the Secret in the tenant's namespace whose "token" authenticates at the
-	// tenant's kube-apiserver (DefaultAccessSecret when empty).
+	// tenant's kube-apiserver (tenant.DefaultAccessSecret when empty).
 	AccessSecret string
 	// Size bounds how many tenants' clients are kept (least recently used go first); TTL bounds
 	// how long one is reused before its Secrets are read again (e.g. a rotated token or CA).
@@ -105,7 +99,7 @@ type cachedTenant struct {
 // New returns an empty cache of tenant clients.
 func New(opts Options) (*Clients, error) {
 	if opts.AccessSecret == "" {
-		opts.AccessSecret = DefaultAccessSecret
+		opts.AccessSecret = tenant.DefaultAccessSecret
 	}
 	if opts.Size <= 0 {
 		opts.Size = 1000

@@ -77,7 +77,7 @@ func TestClientsCacheAndUnknownTenants(t *testing.T) {
 
 	_, err = tenants.Client(ctx, "shoot--p--unknown")
 	assert.True(t, IsUnknownTenant(err), "%v", err)
-	delete(seed.Objects, client.ObjectKey{Namespace: "shoot--p--b", Name: DefaultAccessSecret})
+	delete(seed.Objects, client.ObjectKey{Namespace: "shoot--p--b", Name: tenant.DefaultAccessSecret})
 	tenants.Forget("shoot--p--b")
 	_, err = tenants.Client(ctx, "shoot--p--b")
 	assert.True(t, IsUnknownTenant(err), "no access Secret: %v", err)

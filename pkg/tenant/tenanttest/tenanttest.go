@@ -61,9 +61,6 @@ type Seed struct {
 	Fail    error
 }
 
-// AccessSecret is the name of the access Secret Enrolled writes.
-const AccessSecret = "shoot-access-gardener-resource-manager"
-
 // Enrolled is a seed holding access for tenants, each with its kube-apiserver at server and ca as
 // its CA; each tenant's token is "token-of-<tenant>".
 func Enrolled(t testing.TB, server string, ca []byte, tenants ...tenant.Name) *Seed {
@@ -74,7 +71,7 @@ func Enrolled(t testing.TB, server string, ca []byte, tenants ...tenant.Name) *S
 			Name: ns, Annotations: map[string]string{"generic-token-kubeconfig.secret.gardener.cloud/name": "generic-token-kubeconfig-1"},
 		}}
 		s.Objects[client.ObjectKey{Namespace: ns, Name: "generic-token-kubeconfig-1"}] = &corev1.Secret{Data: map[string][]byte{"kubeconfig": Kubeconfig(t, server, ca)}}
-		s.Objects[client.ObjectKey{Namespace: ns, Name: AccessSecret}] = &corev1.Secret{Data: map[string][]byte{"token": []byte("token-of-" + ns)}}
+		s.Objects[client.ObjectKey{Namespace: ns, Name: tenant.DefaultAccessSecret}] = &corev1.Secret{Data: map[string][]byte{"token": []byte("token-of-" + ns)}}
 	}
 	return s
 }

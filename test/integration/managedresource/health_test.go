@@ -47,8 +47,6 @@ func TestHealthAndProgressing(t *testing.T) {
 	// The Deployment rolls out: its status event makes the ManagedResource healthy.
 	d := &appsv1.Deployment{}
 	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d))
-	d.Spec.Replicas = nil // preserve-replicas: the sample's replicas were 2
-	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
 	d.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
 		ReadyReplicas: *d.Spec.Replicas, AvailableReplicas: *d.Spec.Replicas,

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/stretchr/testify/require"
@@ -125,11 +124,4 @@ func condition(mr *resourcesv1alpha1.ManagedResource, t string) (status, reason,
 		}
 	}
 	return "", "", ""
-}
-
-// eventually waits for cond, for what the function finishes after an event was answered (none
-// yet: every reconcile completes within its event).
-func eventually(t testing.TB, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 10*time.Second, 50*time.Millisecond)
 }

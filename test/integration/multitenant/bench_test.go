@@ -81,7 +81,7 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 	ctx := context.Background()
 	ensureBenchServiceAccount(b)
 	access := &corev1.Secret{}
-	require.NoError(b, seed.Client.Get(ctx, client.ObjectKey{Namespace: string(shootA.tenant), Name: clients.DefaultAccessSecret}, access))
+	require.NoError(b, seed.Client.Get(ctx, client.ObjectKey{Namespace: string(shootA.tenant), Name: tenant.DefaultAccessSecret}, access))
 	kubeconfig, err := testenv.GenericTokenKubeconfig("bench", shootA.env.Config)
 	require.NoError(b, err)
 	names := make([]tenant.Name, count)
@@ -99,7 +99,7 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 		for _, obj := range []client.Object{
 			cluster,
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "generic-token-kubeconfig-bench"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clients.DefaultAccessSecret}, Data: access.Data},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.DefaultAccessSecret}, Data: access.Data},
 		} {
 			if err := seed.Client.Create(ctx, obj); client.IgnoreAlreadyExists(err) != nil {
 				b.Fatal(err)

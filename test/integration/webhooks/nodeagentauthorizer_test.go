@@ -45,18 +45,29 @@ func clientAs(t *testing.T, name string, groups ...string) client.Client {
 	return c
 }
 
-func TestNodeAgentAuthorizer(t *testing.T) {
+// createMachine creates a Machine in the source's machine namespace whose node template names the
+// node agent's secret; node is its Node ("": none registered yet).
+func createMachine(t *testing.T, name, node, agentSecret string) *unstructured.Unstructured {
+	t.Helper()
 	ctx := context.Background()
-	// Source: the Machine of node-a, with its worker pool's node-agent secret.
 	require.NoError(t, client.IgnoreAlreadyExists(source.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machineNamespace}})))
 	m := &unstructured.Unstructured{}
 	m.SetAPIVersion("machine.sapcloud.io/v1alpha1")
 	m.SetKind("Machine")
 	m.SetNamespace(machineNamespace)
-	m.SetName("machine-a")
-	m.SetLabels(map[string]string{"node": "node-a"})
-	require.NoError(t, unstructured.SetNestedField(m.Object, "gardener-node-agent-pool-a", "spec", "nodeTemplate", "metadata", "labels", "worker.gardener.cloud/gardener-node-agent-secret-name"))
+	m.SetName(name)
+	if node != "" {
+		m.SetLabels(map[string]string{"node": node})
+	}
+	require.NoError(t, unstructured.SetNestedField(m.Object, agentSecret, "spec", "nodeTemplate", "metadata", "labels", "worker.gardener.cloud/gardener-node-agent-secret-name"))
 	require.NoError(t, source.Client.Create(ctx, m))
+	return m
+}
+
+func TestNodeAgentAuthorizer(t *testing.T) {
+	ctx := context.Background()
+	// Source: the Machine of node-a, with its worker pool's node-agent secret.
+	createMachine(t, "machine-a", "node-a", "gardener-node-agent-pool-a")
 	// Target: the shoot's Nodes (node-a of pool a), pool a's OSC secret whose files reference
 	// gardener-node-agent-ref-a, other Secrets and a Pod on each Node.
 	for _, n := range []string{"node-a", "node-b"} {
@@ -162,14 +173,7 @@ func TestNodeAgentAuthorizer(t *testing.T) {
 // them). Once the Machine names its Node, the same agent is decided at once.
 func TestNodeAgentAuthorizerBootstrap(t *testing.T) {
 	ctx := context.Background()
-	require.NoError(t, client.IgnoreAlreadyExists(source.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machineNamespace}})))
-	m := &unstructured.Unstructured{}
-	m.SetAPIVersion("machine.sapcloud.io/v1alpha1")
-	m.SetKind("Machine")
-	m.SetNamespace(machineNamespace)
-	m.SetName("machine-boot")
-	require.NoError(t, unstructured.SetNestedField(m.Object, "gardener-node-agent-pool-boot", "spec", "nodeTemplate", "metadata", "labels", "worker.gardener.cloud/gardener-node-agent-secret-name"))
-	require.NoError(t, source.Client.Create(ctx, m))
+	m := createMachine(t, "machine-boot", "", "gardener-node-agent-pool-boot")
 	require.NoError(t, target.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-pool-boot", Namespace: "kube-system", Labels: map[string]string{"worker.gardener.cloud/pool": "boot"}},
 		Data:       map[string][]byte{"osc.yaml": []byte("spec:\n  files:\n  - path: /etc/boot\n    content: {secretRef: {name: gardener-node-agent-ref-boot, dataKey: a}}\n")},

@@ -11,12 +11,7 @@ import (
 	"strings"
 	"time"
 
-	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const (
@@ -39,21 +34,6 @@ const (
 	// or Secret created moments ago may be about to be referenced by a workload being applied.
 	DefaultMinimumObjectLifetime = 10 * time.Minute
 )
-
-// ReferencingKinds are the kinds whose objects' .metadata.annotations hold the references, in
-// all namespaces (templates' annotations are not read: the resource manager writes the same
-// references to the object itself). A kind the target cluster does not serve (NoMatch or
-// NotFound on LIST) has no objects.
-var ReferencingKinds = []schema.GroupVersionKind{
-	appsv1.SchemeGroupVersion.WithKind("Deployment"),
-	appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
-	appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
-	batchv1.SchemeGroupVersion.WithKind("Job"),
-	corev1.SchemeGroupVersion.WithKind("Pod"),
-	batchv1.SchemeGroupVersion.WithKind("CronJob"),
-	resourcesv1alpha1.SchemeGroupVersion.WithKind("ManagedResource"),
-	{Group: "monitoring.coreos.com", Version: "v1", Kind: "Prometheus"},
-}
 
 // Object identifies a ConfigMap or Secret to delete.
 type Object struct {
@@ -81,8 +61,9 @@ func ReferencedKind(key string) string {
 // Collect returns the ConfigMaps and Secrets to delete at now, sorted by kind, namespace and
 // name: those labelled LabelKeyGarbageCollectable=LabelValueGarbageCollectable that are at
 // least minimumObjectLifetime old (creationTimestamp + minimumObjectLifetime not after now) and
-// that no object of referencing (the objects of ReferencingKinds) names in a reference
-// annotation of its own namespace. configMaps and secrets may hold unlabelled objects; they are
+// that no object of referencing (Gardener's: Deployments, StatefulSets, DaemonSets, Jobs,
+// CronJobs, Pods, ManagedResources and Prometheuses, read for their own .metadata.annotations
+// only) names in a reference annotation of its own namespace. configMaps and secrets may hold unlabelled objects; they are
 // never collected. Only the metadata of the objects is read.
 func Collect(now time.Time, minimumObjectLifetime time.Duration, configMaps, secrets, referencing []metav1.Object) []Object {
 	candidates := map[Object]bool{}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
 // Config is the part of the ResourceManagerConfiguration every GRM function honours; the
@@ -73,9 +74,6 @@ func NewClass(name string) Class {
 	}
 	return Class{name: name, finalizer: finalizer}
 }
-
-// Name is the class's name.
-func (c Class) Name() string { return c.name }
 
 // Finalizer is the finalizer this class puts on the ManagedResources it manages.
 func (c Class) Finalizer() string { return c.finalizer }
@@ -139,18 +137,26 @@ func SplitOrigin(origin string) (string, types.NamespacedName, error) {
 	return clusterID, types.NamespacedName{Namespace: namespace, Name: name}, nil
 }
 
-// OriginOf returns the ManagedResource key the object's origin annotation names, if the object
-// was applied by the instance with clusterID.
-func OriginOf(obj metav1.Object, clusterID string) (types.NamespacedName, bool) {
-	origin, ok := obj.GetAnnotations()[resourcesv1alpha1.OriginAnnotation]
+// ManagedLabel is the label of every object some GRM manages, whatever its managed-by value:
+// the target's watches and lists select on it, on the server.
+const ManagedLabel = resourcesv1alpha1.ManagedBy
+
+// MapToOrigin maps an event of a target object to the ManagedResource its origin annotation
+// names. The cluster id is not checked here (the reconcile reads what the ManagedResource wants),
+// and per seed the runtime refuses a ManagedResource outside the event's tenant.
+func MapToOrigin(_ context.Context, _ client.Reader, ev function.Event) ([]function.Key, error) {
+	if ev.Object == nil {
+		return nil, nil
+	}
+	origin, ok := ev.Object.GetAnnotations()[resourcesv1alpha1.OriginAnnotation]
 	if !ok {
-		return types.NamespacedName{}, false
+		return nil, nil
 	}
-	id, key, err := SplitOrigin(origin)
-	if err != nil || id != clusterID {
-		return types.NamespacedName{}, false
+	_, key, err := SplitOrigin(origin)
+	if err != nil {
+		return nil, nil // an origin that cannot be read names no ManagedResource
 	}
-	return key, true
+	return []function.Key{key}, nil
 }
 
 // ClusterIdentity resolves a configured cluster id once per process (the source cluster's

@@ -16,7 +16,10 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
@@ -92,7 +95,14 @@ var (
 	Job                       = function.NewKind(batchv1.SchemeGroupVersion, "Job", "jobs")
 	CronJob                   = function.NewKind(batchv1.SchemeGroupVersion, "CronJob", "cronjobs")
 	HorizontalPodAutoscaler   = function.NewKind(autoscalingv1.SchemeGroupVersion, "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+	Node                      = function.NewClusterKind(corev1.SchemeGroupVersion, "Node", "nodes")
+	CSINode                   = function.NewClusterKind(storagev1.SchemeGroupVersion, "CSINode", "csinodes")
+	NetworkPolicy             = function.NewKind(networkingv1.SchemeGroupVersion, "NetworkPolicy", "networkpolicies")
+	Ingress                   = function.NewKind(networkingv1.SchemeGroupVersion, "Ingress", "ingresses")
 )
+
+// machine-controller-manager's Machine (a CRD in the seed, in each shoot's namespace).
+var Machine = function.NewKind(schema.GroupVersion{Group: "machine.sapcloud.io", Version: "v1alpha1"}, "Machine", "machines")
 
 // GRM's kinds (resources.gardener.cloud, a CRD in the seed that config/ ships).
 var (

@@ -18,6 +18,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/seccompprofile"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/systemcomponentsconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tokeninvalidator"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/vpainplaceupdates"
 )
 
@@ -26,6 +27,7 @@ var All = []webhook.Constructor{
 	highavailabilityconfig.Webhook,
 	kubernetesservicehost.Webhook,
 	projectedtokenmount.Webhook,
+	tokeninvalidator.Webhook,
 	podtopologyspreadconstraints.Webhook,
 	systemcomponentsconfig.Webhook,
 	endpointslicehints.Webhook,

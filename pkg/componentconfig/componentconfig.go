@@ -59,7 +59,8 @@ type ResourceManagerFile struct {
 }
 
 // ResourceManagerExtensions are the keys gardener-knative reads beyond Gardener v1.150's
-// ResourceManagerConfiguration, at the paths Gardener would give them.
+// ResourceManagerConfiguration, at the paths Gardener would give them (or gave them: the
+// TokenInvalidator's keys are those of the last release that shipped it, v1.113).
 type ResourceManagerExtensions struct {
 	Controllers struct {
 		GarbageCollector struct {
@@ -67,12 +68,25 @@ type ResourceManagerExtensions struct {
 			// is collected (Gardener hard-codes 10m).
 			MinimumObjectLifetime *metav1.Duration `json:"minimumObjectLifetime,omitempty"`
 		} `json:"garbageCollector"`
+		TokenInvalidator struct {
+			Enabled bool `json:"enabled"`
+			// ConcurrentSyncs is accepted for files written for Gardener; a function has no
+			// workers to size.
+			ConcurrentSyncs *int `json:"concurrentSyncs,omitempty"`
+		} `json:"tokenInvalidator"`
 	} `json:"controllers"`
+	Webhooks struct {
+		TokenInvalidator struct {
+			Enabled bool `json:"enabled"`
+		} `json:"tokenInvalidator"`
+	} `json:"webhooks"`
 }
 
 // extensionFields are the strict decoder's names of the Extensions' fields.
 var extensionFields = map[string]bool{
 	"controllers.garbageCollector.minimumObjectLifetime": true,
+	"controllers.tokenInvalidator":                       true,
+	"webhooks.tokenInvalidator":                          true,
 }
 
 var unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)

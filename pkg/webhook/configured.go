@@ -3,9 +3,8 @@ package webhook
 import (
 	"fmt"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/kelseyhightower/envconfig"
-
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 )
 
 // Configured describes a webhook with settings S beyond the component configuration: its
@@ -14,7 +13,7 @@ import (
 // server registers; With fixes the settings instead, for tests.
 type Configured[S any] struct {
 	Name    string
-	Enabled func(*rmv1alpha1.ResourceManagerConfiguration) bool
+	Enabled func(*componentconfig.ResourceManagerFile) bool
 	// Defaults are the settings before the environment; nil means S's zero value.
 	Defaults func(Deps) S
 	Build    func(Deps, S) (Webhook, error)

@@ -14,8 +14,6 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
-
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
@@ -73,7 +71,7 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		log.Warn("component configuration: field ignored", "file", cfg.ResourceManagerConfig, "error", unknown)
 	}
 	rmConfig := rmFile.ResourceManagerConfiguration
-	selected, err := Select(all, cfg.Webhooks, rmConfig)
+	selected, err := Select(all, cfg.Webhooks, rmFile)
 	if err != nil {
 		return err
 	}
@@ -125,7 +123,7 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 }
 
 // Select picks the webhooks to serve: those named, else those the configuration enables.
-func Select(all []Constructor, names []string, cfg *rmv1alpha1.ResourceManagerConfiguration) ([]Constructor, error) {
+func Select(all []Constructor, names []string, cfg *componentconfig.ResourceManagerFile) ([]Constructor, error) {
 	var selected []Constructor
 	known := make([]string, 0, len(all))
 	for _, c := range all {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,7 +55,7 @@ type Constructor struct {
 	// Name is the webhook's name (as in WEBHOOKS).
 	Name string
 	// Enabled says whether GRM's component configuration enables it.
-	Enabled func(*rmv1alpha1.ResourceManagerConfiguration) bool
+	Enabled func(*componentconfig.ResourceManagerFile) bool
 	New     func(Deps) (Webhook, error)
 }
 

@@ -64,7 +64,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 			}
 			multiTenant[o.GetName()] = env(container, "MULTI_TENANT") == "true"
 			names := strings.Split(env(container, "WEBHOOKS"), ",")
-			selected, err := webhook.Select(webhooks.All, names, cfg)
+			selected, err := webhook.Select(webhooks.All, names, &componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg})
 			require.NoError(t, err, "Service %s", o.GetName())
 			for _, c := range selected {
 				wh, err := c.New(deps)

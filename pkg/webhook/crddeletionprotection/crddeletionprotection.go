@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -42,7 +42,7 @@ const (
 // whose kube-apiserver calls it, so it reads the target.
 var Webhook = webhook.Constructor{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.CRDDeletionProtection.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.CRDDeletionProtection.Enabled },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(deps.Target), deps.Log), nil
 	},

@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"strconv"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"gomodules.xyz/jsonpatch/v2"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -29,7 +29,7 @@ const (
 // configuration: name it in WEBHOOKS to serve it.
 var Webhook = webhook.Constructor{
 	Name:    Name,
-	Enabled: func(*rmv1alpha1.ResourceManagerConfiguration) bool { return false },
+	Enabled: func(*componentconfig.ResourceManagerFile) bool { return false },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(), deps.Log), nil
 	},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -102,7 +103,7 @@ func TestEmptySlice(t *testing.T) {
 }
 
 func TestConstructor(t *testing.T) {
-	assert.False(t, Webhook.Enabled(&rmv1alpha1.ResourceManagerConfiguration{}), "no configuration enables it; WEBHOOKS does")
+	assert.False(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: &rmv1alpha1.ResourceManagerConfiguration{}}), "no configuration enables it; WEBHOOKS does")
 	wh, err := Webhook.New(webhook.Deps{Log: webhooktest.Log})
 	require.NoError(t, err)
 	assert.Equal(t, Path, wh.Path)

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net/http"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -52,7 +52,7 @@ var (
 // it: it is served when WEBHOOKS names it.
 var Webhook = webhook.Constructor{
 	Name:    Name,
-	Enabled: func(*rmv1alpha1.ResourceManagerConfiguration) bool { return false },
+	Enabled: func(*componentconfig.ResourceManagerFile) bool { return false },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		wh := webhook.Admission(Name, ExtensionPath, Handler(deps.Target), deps.Log)
 		wh.MorePaths = []string{ControllerRegistrationPath, ControllerDeploymentPath}

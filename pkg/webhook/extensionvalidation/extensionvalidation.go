@@ -12,12 +12,12 @@ import (
 	"net/http"
 	"strings"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -28,7 +28,7 @@ const Name = "extension-validation"
 // per kind; one handler validates whichever of the kinds a request is about.
 var Webhook = webhook.Constructor{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.ExtensionValidation.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.ExtensionValidation.Enabled },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		paths := make([]string, 0, len(kinds))
 		for _, k := range kinds {

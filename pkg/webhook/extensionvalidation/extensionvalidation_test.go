@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -68,9 +69,9 @@ func TestGardenersPaths(t *testing.T) {
 	}, wh.Paths())
 
 	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
-	assert.False(t, Webhook.Enabled(cfg))
+	assert.False(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	cfg.Webhooks.ExtensionValidation.Enabled = true
-	assert.True(t, Webhook.Enabled(cfg))
+	assert.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 }
 
 func TestEveryKindValidOnCreateAndUpdate(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -59,7 +60,7 @@ type Config struct {
 // configured is the webhook with its settings (HIGH_AVAILABILITY_CONFIG_CACHE_TTL).
 var configured = webhook.Configured[Config]{
 	Name: Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.HighAvailabilityConfig.Enabled
 	},
 	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -343,9 +344,9 @@ func TestReadsAreReusedForTheTTLPerTenant(t *testing.T) {
 
 func TestConstructorReadsTheCacheTTL(t *testing.T) {
 	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
-	assert.False(t, Webhook.Enabled(cfg))
+	assert.False(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	cfg.Webhooks.HighAvailabilityConfig = testConfig
-	assert.True(t, Webhook.Enabled(cfg))
+	assert.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	deps := webhook.Deps{Target: fake.NewClientBuilder().Build(), Config: cfg, Clock: testclock.NewFakePassiveClock(time.Unix(0, 0)), Log: webhooktest.Log}
 
 	wh, err := Webhook.New(deps)

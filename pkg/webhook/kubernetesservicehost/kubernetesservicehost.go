@@ -7,10 +7,10 @@ import (
 	"context"
 	"errors"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -32,7 +32,7 @@ type Config struct {
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
 	Name:     Name,
-	Enabled:  func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.KubernetesServiceHost.Enabled },
+	Enabled:  func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.KubernetesServiceHost.Enabled },
 	Defaults: func(deps webhook.Deps) Config { return Config{Host: deps.Config.Webhooks.KubernetesServiceHost.Host} },
 	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		if cfg.Host == "" {

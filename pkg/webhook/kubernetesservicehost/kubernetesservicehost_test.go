@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -67,7 +68,7 @@ func TestConstructorNeedsAHost(t *testing.T) {
 	assert.Error(t, err)
 
 	cfg.Webhooks.KubernetesServiceHost = rmv1alpha1.KubernetesServiceHostWebhookConfig{Enabled: true, Host: "api.example.com"}
-	assert.True(t, Webhook.Enabled(cfg))
+	assert.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	wh, err := Webhook.New(deps)
 	require.NoError(t, err)
 	assert.Equal(t, Path, wh.Path)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	nodeagentv1alpha1 "github.com/gardener/gardener/pkg/apis/config/nodeagent/v1alpha1"
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -37,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -98,7 +98,7 @@ type Config struct {
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.NodeAgentAuthorizer.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.NodeAgentAuthorizer.Enabled },
 	Defaults: func(deps webhook.Deps) Config {
 		return Config{AuthorizeWithSelectors: ptr.Deref(deps.Config.Webhooks.NodeAgentAuthorizer.AuthorizeWithSelectors, false)}
 	},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
@@ -673,7 +674,7 @@ func TestConstructorReadsConfiguration(t *testing.T) {
 	f := newFixture()
 	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
 	cfg.Webhooks.NodeAgentAuthorizer = rmv1alpha1.NodeAgentAuthorizerWebhookConfig{Enabled: true, MachineNamespace: ptr.To(machineNS), AuthorizeWithSelectors: ptr.To(true)}
-	require.True(t, Webhook.Enabled(cfg))
+	require.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	wh, err := Webhook.New(webhook.Deps{Source: f.source, Target: f.target, Config: cfg, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	assert.Equal(t, Path, wh.Path)

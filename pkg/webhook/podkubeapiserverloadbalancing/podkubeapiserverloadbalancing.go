@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -56,7 +57,7 @@ type Config struct {
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
 	Name: Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.PodKubeAPIServerLoadBalancing.Enabled
 	},
 	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {

@@ -7,11 +7,11 @@ package podschedulername
 import (
 	"context"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -32,7 +32,7 @@ type Config struct {
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.PodSchedulerName.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.PodSchedulerName.Enabled },
 	Defaults: func(deps webhook.Deps) Config {
 		// Gardener's API defaults the name to default-scheduler, but only for a configuration
 		// that enables the webhook; enabled through WEBHOOKS it gets the same default here.

@@ -9,12 +9,12 @@ import (
 	"context"
 	"slices"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -28,7 +28,7 @@ const (
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Constructor{
 	Name: Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.PodTopologySpreadConstraints.Enabled
 	},
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {

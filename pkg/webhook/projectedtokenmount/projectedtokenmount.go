@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -58,7 +58,7 @@ type Config struct {
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.ProjectedTokenMount.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.ProjectedTokenMount.Enabled },
 	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		// Gardener defaults expirationSeconds only when the webhook is enabled in the file, so
 		// a configuration enabled otherwise (e.g. by WEBHOOKS) is defaulted here.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -320,7 +321,7 @@ func TestConstructorDefaultsExpiration(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := &rmv1alpha1.ResourceManagerConfiguration{}
 			cfg.Webhooks.ProjectedTokenMount = rmv1alpha1.ProjectedTokenMountWebhookConfig{Enabled: true, ExpirationSeconds: tc.configured}
-			require.True(t, Webhook.Enabled(cfg))
+			require.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 			wh, err := Webhook.New(webhook.Deps{Target: target(), Config: cfg, Log: webhooktest.Log})
 			require.NoError(t, err)
 			assert.Equal(t, Path, wh.Path)

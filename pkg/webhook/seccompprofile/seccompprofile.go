@@ -8,11 +8,11 @@ import (
 	"context"
 	"log/slog"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -26,7 +26,7 @@ const (
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Constructor{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.SeccompProfile.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.SeccompProfile.Enabled },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(deps.Log.With("webhook", Name)), deps.Log), nil
 	},

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
@@ -52,7 +53,7 @@ type Config struct {
 // configured is the webhook with its settings (SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL).
 var configured = webhook.Configured[Config]{
 	Name: Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool {
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.SystemComponentsConfig.Enabled
 	},
 	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {

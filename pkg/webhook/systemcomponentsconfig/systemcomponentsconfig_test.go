@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
@@ -238,9 +239,9 @@ func TestNodesAreCachedForTheTTL(t *testing.T) {
 
 func TestConstructor(t *testing.T) {
 	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
-	assert.False(t, Webhook.Enabled(cfg))
+	assert.False(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	cfg.Webhooks.SystemComponentsConfig = config()
-	assert.True(t, Webhook.Enabled(cfg))
+	assert.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	deps := webhook.Deps{Target: target(), Config: cfg, Clock: testclock.NewFakePassiveClock(time.Unix(0, 0)), Log: webhooktest.Log}
 
 	wh, err := Webhook.New(deps)

@@ -14,12 +14,12 @@ import (
 	"io"
 	"log/slog"
 
-	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -38,7 +38,7 @@ const (
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Constructor{
 	Name:    Name,
-	Enabled: func(c *rmv1alpha1.ResourceManagerConfiguration) bool { return c.Webhooks.VPAInPlaceUpdates.Enabled },
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.VPAInPlaceUpdates.Enabled },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(deps.Log.With("webhook", Name)), deps.Log), nil
 	},

@@ -26,6 +26,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/seed"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shootstate"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/tokeninvalidator"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/tokenrequestor"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
@@ -54,6 +55,7 @@ var All = []*function.Function{
 	health.Function,
 	garbagecollector.Function,
 	tokenrequestor.Function,
+	tokeninvalidator.Function,
 }
 
 // ByName returns the function with the given name.

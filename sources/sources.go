@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -270,31 +271,47 @@ func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (a
 // its ServiceAccount and the RBAC to find and reach the tenants in the seed. Its watches of the
 // tenants' clusters run with each tenant's own access; no RBAC of ours is needed there.
 func targetSource(watches []watchedResource, mode function.Mode) ([]client.Object, error) {
-	var resources []sourcesv1.APIVersionKindSelector
+	// Resource mode, so that predicates decide on the event alone; Reference mode for
+	// confidential kinds, whose content must not travel through the Broker: one adapter each
+	// per tenant, in the same pod.
+	var resources, references []sourcesv1.APIVersionKindSelector
 	for _, w := range watches {
 		if w.kind.Confidential {
-			return nil, fmt.Errorf("functions watch the confidential kind %s on the target cluster: the target source runs in Resource mode only", w.kind.Kind)
+			references = append(references, selectorOf(w))
+		} else {
+			resources = append(resources, selectorOf(w))
 		}
-		resources = append(resources, selectorOf(w))
 	}
-	cfg, err := AdapterConfig(resources, sourcesv1.ResourceMode)
-	if err != nil {
-		return nil, err
-	}
-	config, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
+	var env []corev1.EnvVar
+	for _, c := range []struct {
+		name, mode string
+		watched    []sourcesv1.APIVersionKindSelector
+	}{
+		{targetsource.ResourcesConfigEnv, sourcesv1.ResourceMode, resources},
+		{targetsource.ReferencesConfigEnv, sourcesv1.ReferenceMode, references},
+	} {
+		if len(c.watched) == 0 {
+			continue
+		}
+		cfg, err := AdapterConfig(c.watched, c.mode)
+		if err != nil {
+			return nil, err
+		}
+		config, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, corev1.EnvVar{Name: c.name, Value: string(config)})
 	}
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: objectMeta("eventing", TargetSourceName),
 	}
 	objs := []client.Object{sa}
-	env := []corev1.EnvVar{
+	env = append([]corev1.EnvVar{
 		{Name: "NAME", Value: TargetSourceName},
 		{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-		{Name: "K_SOURCE_CONFIG", Value: string(config)},
-	}
+	}, env...)
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
 	if mode == function.PerSeed {

@@ -227,8 +227,24 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 		assert.Contains(t, tr.Spec.Filters[0].Any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "source", "apiversion": "v1", "kind": "Namespace"}}, tr.Name)
 	}
 
-	_, err = sources.Objects([]*function.Function{withTargetWatch(demo("gamma", []function.Kind{kinds.Bastion}), kinds.Secret)})
-	assert.ErrorContains(t, err, "confidential", "the target source sends no secret content through the Broker")
+	// Confidential kinds: a second adapter per tenant, in Reference mode, so that no secret
+	// content travels through the Broker; it ends up in the seed's references source in seed mode.
+	confidential := []*function.Function{withTargetWatch(withTargetWatch(demo("gamma", []function.Kind{kinds.Bastion}), kinds.Secret), kinds.Namespace)}
+	objs, err = sources.Objects(confidential)
+	require.NoError(t, err)
+	env = map[string]string{}
+	for _, e := range byKind[*sourcesv1.ContainerSource](objs)[0].Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"namespaces"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`, env["K_REFERENCES_CONFIG"])
+	seedMode, err = sources.ObjectsFor(confidential, function.SeedMode)
+	require.NoError(t, err)
+	for _, s := range byKind[*sourcesv1.ApiServerSource](seedMode) {
+		for _, r := range s.Spec.Resources {
+			assert.Equal(t, r.Kind == "Secret", s.Spec.EventMode == sourcesv1.ReferenceMode, "%s in %s", r.Kind, s.Name)
+		}
+	}
 	single := withTargetWatch(demo("delta", []function.Kind{kinds.Bastion}), kinds.Namespace)
 	single.Deployment = ""
 	_, err = sources.Objects([]*function.Function{single})

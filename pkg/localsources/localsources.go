@@ -235,15 +235,15 @@ func newAPIServerSourceAdapter(ctx context.Context, source *sourcesv1.ApiServerS
 	return apiserver.NewAdapter(ctx, env, ceClient), nil
 }
 
-// AdapterEnv is the environment of Knative's adapter in the target source's pod: its own
-// variables from the ContainerSource's container, the sink and overrides as Knative's
-// SinkBinding injects them.
-func AdapterEnv(source *sourcesv1.ContainerSource, sink string) (adapter.EnvConfigAccessor, error) {
+// AdapterEnvs are the environments of Knative's adapters in the target source's pod (one per
+// mode it watches in): their own variables from the ContainerSource's container, the sink and
+// overrides as Knative's SinkBinding injects them.
+func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]adapter.EnvConfigAccessor, error) {
 	// No sink timeout, as Knative's controller configures the adapter (it warns otherwise).
-	vars := map[string]string{"K_SINK": sink, "K_SINK_TIMEOUT": "-1"}
+	vars := map[string]string{"K_SINK": sink, "K_SINK_TIMEOUT": "-1", targetsource.ResourcesConfigEnv: "", targetsource.ReferencesConfigEnv: ""}
 	for _, e := range source.Spec.Template.Spec.Containers[0].Env {
 		switch e.Name {
-		case "NAME", "K_SOURCE_CONFIG":
+		case "NAME", targetsource.ResourcesConfigEnv, targetsource.ReferencesConfigEnv:
 			vars[e.Name] = e.Value
 		case "NAMESPACE":
 			vars[e.Name] = source.Namespace // a fieldRef in the pod
@@ -254,25 +254,25 @@ func AdapterEnv(source *sourcesv1.ContainerSource, sink string) (adapter.EnvConf
 		return nil, err
 	}
 	vars["K_CE_OVERRIDES"] = string(overrides)
-	var env adapter.EnvConfigAccessor
-	if err := withEnv(vars, func() error {
-		env = adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
-		return nil
+	var envs []adapter.EnvConfigAccessor
+	if err := withEnv(vars, func() (err error) {
+		envs, err = targetsource.AdapterEnvs()
+		return err
 	}); err != nil {
 		return nil, err
 	}
-	return env, nil
+	return envs, nil
 }
 
 // targetSourceOptions configures the target source as its ContainerSource would run it: the
 // adapter's environment from the container's, the sink and overrides as Knative's SinkBinding
 // injects them.
 func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Options) (targetsource.Options, error) {
-	env, err := AdapterEnv(source, sink)
+	envs, err := AdapterEnvs(source, sink)
 	if err != nil {
 		return targetsource.Options{}, err
 	}
-	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: env})
+	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})
 	if err != nil {
 		return targetsource.Options{}, fmt.Errorf("ContainerSource %s: %w", source.Name, err)
 	}
@@ -281,7 +281,7 @@ func targetSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Op
 	if interval == 0 {
 		interval = time.Second
 	}
-	targetOpts := targetsource.Options{Adapter: env, Sink: ceClient, Log: opts.Logger, Interval: interval, PageSize: 500}
+	targetOpts := targetsource.Options{Adapters: envs, Sink: ceClient, Log: opts.Logger, Interval: interval, PageSize: 500}
 	switch t.Mode {
 	case function.SingleTarget:
 		targetOpts.Single = t.Single

@@ -15,6 +15,7 @@ package targetsource
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"sync"
 	"time"
@@ -38,11 +39,50 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
+// The variables of the target source's container that hold its adapters' configurations
+// (apiserver.Config): the kinds watched in Resource mode, and the confidential kinds watched in
+// Reference mode (Secrets: their content must not travel through the Broker). Knative's
+// adapter reads its own from K_SOURCE_CONFIG.
+const (
+	ResourcesConfigEnv  = "K_SOURCE_CONFIG"
+	ReferencesConfigEnv = "K_REFERENCES_CONFIG"
+)
+
+// AdapterEnvs are the environments of the adapters the process's environment configures, one
+// per mode (ResourcesConfigEnv, ReferencesConfigEnv), as Knative's adapter reads its own. They
+// are read while the process has a single goroutine (or under the caller's lock): each is read
+// with K_SOURCE_CONFIG set to its configuration, which is restored after.
+func AdapterEnvs() ([]adapter.EnvConfigAccessor, error) {
+	resources, hadResources := os.LookupEnv(ResourcesConfigEnv)
+	defer func() {
+		if hadResources {
+			_ = os.Setenv(ResourcesConfigEnv, resources)
+		} else {
+			_ = os.Unsetenv(ResourcesConfigEnv)
+		}
+	}()
+	var envs []adapter.EnvConfigAccessor
+	for _, config := range []string{resources, os.Getenv(ReferencesConfigEnv)} {
+		if config == "" {
+			continue
+		}
+		if err := os.Setenv(ResourcesConfigEnv, config); err != nil {
+			return nil, err
+		}
+		envs = append(envs, adapter.ConstructEnvOrDie(apiserver.NewEnvConfig))
+	}
+	if len(envs) == 0 {
+		return nil, fmt.Errorf("neither %s nor %s configures a watch", ResourcesConfigEnv, ReferencesConfigEnv)
+	}
+	return envs, nil
+}
+
 // Options configure a target source.
 type Options struct {
-	// Adapter is the adapter's environment (NAME, NAMESPACE, K_SOURCE_CONFIG with the watched
-	// resources, K_SINK), as Knative's ContainerSource and the deployment give it.
-	Adapter adapter.EnvConfigAccessor
+	// Adapters are the adapters' environments (NAME, NAMESPACE, K_SOURCE_CONFIG with the watched
+	// resources and mode, K_SINK), as Knative's ContainerSource and the deployment give them
+	// (AdapterEnvs): each runs once per target.
+	Adapters []adapter.EnvConfigAccessor
 	// Sink sends the events; its overrides set cluster=target.
 	Sink cloudevents.Client
 	// Single is the one target of a single-target deployment; nil serves the tenants.
@@ -216,10 +256,25 @@ func watch(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) e
 	if t != "" {
 		sink = &tenantSink{Client: opts.Sink, tenant: string(t)}
 	}
-	if err := apiserver.NewAdapter(ctx, opts.Adapter, sink).Start(ctx); err != nil {
-		return fmt.Errorf("adapter: %w", err)
+	// The adapters of one target live and die together: when one ends, the target is watched
+	// anew at the next discovery, all of it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(opts.Adapters))
+	for _, env := range opts.Adapters {
+		go func() {
+			err := apiserver.NewAdapter(ctx, env, sink).Start(ctx)
+			cancel()
+			errs <- err
+		}()
 	}
-	return nil
+	var first error
+	for range opts.Adapters {
+		if err := <-errs; err != nil && first == nil {
+			first = fmt.Errorf("adapter: %w", err)
+		}
+	}
+	return first
 }
 
 // tenantSink names the tenant on every event it sends, sharing one connection pool to the sink

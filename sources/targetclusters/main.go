@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"knative.dev/eventing/pkg/adapter/apiserver"
 	"knative.dev/eventing/pkg/adapter/v2"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
@@ -19,8 +18,9 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
-// config is the process's own settings; the adapter's (NAME, NAMESPACE, K_SINK,
-// K_SOURCE_CONFIG, K_CE_OVERRIDES) are Knative's.
+// config is the process's own settings; the adapters' (NAME, NAMESPACE, K_SINK,
+// K_SOURCE_CONFIG, K_CE_OVERRIDES) are Knative's, with K_REFERENCES_CONFIG for the kinds watched
+// in Reference mode.
 type config struct {
 	bootstrap.Config
 	clients.Tenancy
@@ -41,13 +41,17 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	env := adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
-	sink, err := adapter.NewClient(adapter.ClientConfig{Env: env})
+	envs, err := targetsource.AdapterEnvs()
+	if err != nil {
+		return err
+	}
+	// One client to the sink for all adapters: the sink and overrides are the container's.
+	sink, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})
 	if err != nil {
 		return err
 	}
 	opts := targetsource.Options{
-		Adapter: env, Sink: sink, Prefix: cfg.TenantPrefix, Interval: cfg.DiscoveryInterval, PageSize: cfg.ListPageSize,
+		Adapters: envs, Sink: sink, Prefix: cfg.TenantPrefix, Interval: cfg.DiscoveryInterval, PageSize: cfg.ListPageSize,
 		Log: zapLog.Sugar(), Registry: process.Registry,
 	}
 	if cfg.MultiTenant {

@@ -134,7 +134,7 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer sink.Close()
-	env, ce := targetSource(b, sink.URL)
+	envs, ce := targetSource(b, sink.URL)
 	seedClient, counter, err := seed.CountingClient()
 	require.NoError(b, err)
 	var perTenant float64
@@ -146,7 +146,7 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		done := make(chan error, 1)
 		go func() {
 			done <- targetsource.Run(runCtx, targetsource.Options{
-				Adapter: env, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--bench--",
+				Adapters: envs, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--bench--",
 				Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar(),
 			})
 		}()
@@ -217,7 +217,7 @@ func BenchmarkTargetEventLatency(b *testing.B) {
 		w.WriteHeader(code)
 	}))
 	defer relay.Close()
-	env, ce := targetSource(b, relay.URL)
+	envs, ce := targetSource(b, relay.URL)
 	seedClient, _, err := seed.CountingClient()
 	require.NoError(b, err)
 	access, err := clients.New(clients.Options{Seed: seedClient, Scheme: scheme.Gardener, SharedMapper: seedClient.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
@@ -225,7 +225,7 @@ func BenchmarkTargetEventLatency(b *testing.B) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		_ = targetsource.Run(runCtx, targetsource.Options{Adapter: env, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--p--", Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar()})
+		_ = targetsource.Run(runCtx, targetsource.Options{Adapters: envs, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--p--", Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar()})
 	}()
 	time.Sleep(3 * time.Second) // the adapter's watches start
 
@@ -248,19 +248,19 @@ func BenchmarkTargetEventLatency(b *testing.B) {
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// targetSource is the registry's GRM functions' target source, with its adapter's environment
+// targetSource is the registry's GRM functions' target source, with its adapters' environments
 // for the sink, and a client of the sink.
-func targetSource(b *testing.B, sink string) (adapter.EnvConfigAccessor, cloudevents.Client) {
+func targetSource(b *testing.B, sink string) ([]adapter.EnvConfigAccessor, cloudevents.Client) {
 	b.Helper()
 	objs, err := sources.Objects([]*function.Function{managedresource.Function, health.Function, garbagecollector.Function})
 	require.NoError(b, err)
 	for _, o := range objs {
 		if cs, ok := o.(*sourcesv1.ContainerSource); ok {
-			env, err := localsources.AdapterEnv(cs, sink)
+			envs, err := localsources.AdapterEnvs(cs, sink)
 			require.NoError(b, err)
-			ce, err := adapter.NewClient(adapter.ClientConfig{Env: env})
+			ce, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})
 			require.NoError(b, err)
-			return env, ce
+			return envs, ce
 		}
 	}
 	b.Fatal("the GRM functions watch their targets: a target source")

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -72,6 +73,13 @@ func Decode(req admission.Request, obj runtime.Object) error {
 // object to the re-encoded typed object would remove them. Patch keeps them: the patch changes
 // only what the mutation changed (see keepUnknownFields).
 func Patch(req admission.Request, mutated any) admission.Response {
+	return PatchFrom(req, nil, mutated)
+}
+
+// PatchFrom is Patch for a caller that kept the object as decoded, before the mutation
+// (original, of mutated's type): the check for unknown fields then encodes it instead of
+// decoding the request's object once more.
+func PatchFrom(req admission.Request, original, mutated any) admission.Response {
 	after, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -86,9 +94,12 @@ func Patch(req admission.Request, mutated any) admission.Response {
 	if _, ok := mutated.(runtime.Unstructured); ok {
 		return resp
 	}
-	kept, err := keepUnknownFields(req.Object.Raw, mutated, after)
+	kept, err := keepUnknownFields(req.Object.Raw, original, mutated, after)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if bytes.Equal(kept, after) {
+		return resp // nothing was unknown: the first diff stands
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, kept)
 }
@@ -105,9 +116,10 @@ func Mutator[T runtime.Object](newObj func() T, mutate MutatorFunc[T]) admission
 		if err := Decode(req, obj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
+		original := obj.DeepCopyObject()
 		if err := mutate(ctx, req, obj); err != nil {
 			return admission.Errored(http.StatusUnprocessableEntity, err)
 		}
-		return Patch(req, obj)
+		return PatchFrom(req, original, obj)
 	})
 }

@@ -56,7 +56,7 @@ func Defaulter[T runtime.Object](decoder admission.Decoder, newObj func() T, def
 		if reflect.DeepEqual(original, runtime.Object(obj)) {
 			return admission.Allowed("")
 		}
-		return Patch(req, obj)
+		return PatchFrom(req, original, obj)
 	})
 }
 

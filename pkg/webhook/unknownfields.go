@@ -10,7 +10,8 @@ import (
 
 // keepUnknownFields returns after (the mutated typed object, encoded) with the fields of raw
 // (the request's object) put back that typedObj's type does not know: a three-way merge of raw,
-// before (raw decoded into that type and encoded again: what the typed decode saw) and after.
+// before (raw decoded into that type and encoded again: what the typed decode saw; original is
+// that decoded object when the caller kept it, nil to decode raw anew) and after.
 // A member of raw that before lacks was not seen by the typed decode, so the mutation cannot
 // have meant to remove it; it stays where it was, unless the mutation removed or replaced the
 // object that holds it.
@@ -19,18 +20,27 @@ import (
 // and append others (high-availability-config replaces a template's spread constraints on
 // the hostname and zone keys), and an element's unknown fields must follow the element, never
 // land on whatever now sits at its index. See matchElements.
-func keepUnknownFields(raw []byte, typedObj any, after []byte) ([]byte, error) {
-	t := reflect.TypeOf(typedObj)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("keeping unknown fields: %T is not a pointer to a typed object", typedObj)
+func keepUnknownFields(raw []byte, original, typedObj any, after []byte) ([]byte, error) {
+	if original == nil {
+		t := reflect.TypeOf(typedObj)
+		if t == nil || t.Kind() != reflect.Pointer {
+			return nil, fmt.Errorf("keeping unknown fields: %T is not a pointer to a typed object", typedObj)
+		}
+		fresh := reflect.New(t.Elem()).Interface()
+		if err := json.Unmarshal(raw, fresh); err != nil {
+			return nil, fmt.Errorf("keeping unknown fields: decoding the request's object: %w", err)
+		}
+		original = fresh
 	}
-	fresh := reflect.New(t.Elem()).Interface()
-	if err := json.Unmarshal(raw, fresh); err != nil {
-		return nil, fmt.Errorf("keeping unknown fields: decoding the request's object: %w", err)
-	}
-	before, err := json.Marshal(fresh)
+	before, err := json.Marshal(original)
 	if err != nil {
 		return nil, err
+	}
+	// The kube-apiserver encodes the object from a type: when ours encodes the decoded object to
+	// the very same bytes, the request holds no field our type lacks (the common case, a
+	// kube-apiserver of our types' version), and there is nothing to put back.
+	if bytes.Equal(bytes.TrimSpace(raw), before) {
+		return after, nil
 	}
 	var rawTree, beforeTree, afterTree any
 	for _, d := range []struct {

@@ -38,11 +38,11 @@ const (
 // bindings are listed in full, because the decision needs their specs; Secrets and Quotas are not
 // listed at all (see InUseBy).
 // Each list keeps only what the decisions read (Project): the indexes are taken from the whole
-// objects, then the snapshot holds their names, the Namespaces' annotations, the Shoots' binding
-// names and the CredentialsBindings' credentials reference.
+// objects, then the snapshot holds their names, the Namespaces' annotations and the
+// CredentialsBindings' credentials reference.
 var Related = []function.List{
 	{Kind: kinds.Namespace, MetadataOnly: true, Project: keepAnnotations},
-	{Kind: kinds.Shoot, Project: keepBindingNames, Indexes: map[string]function.IndexFunc{
+	{Kind: kinds.Shoot, Project: keepShootName, Indexes: map[string]function.IndexFunc{
 		IndexNamespace:             namespaceOf,
 		IndexSecretBindingUse:      secretBindingUse,
 		IndexCredentialsBindingUse: credentialsBindingUse,
@@ -74,11 +74,8 @@ func keepAnnotations(obj client.Object) client.Object {
 	return kept
 }
 
-func keepBindingNames(obj client.Object) client.Object {
-	shoot := obj.(*gardencorev1beta1.Shoot)
-	kept := &gardencorev1beta1.Shoot{ObjectMeta: nameOf(obj)}
-	kept.Spec.SecretBindingName, kept.Spec.CredentialsBindingName = shoot.Spec.SecretBindingName, shoot.Spec.CredentialsBindingName
-	return kept
+func keepShootName(obj client.Object) client.Object {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"}, ObjectMeta: nameOf(obj)}
 }
 
 func keepSecretBindingName(obj client.Object) client.Object {
@@ -246,11 +243,11 @@ func usedCredentialsBinding(ctx context.Context, reader client.Reader, index, na
 	return nil, nil
 }
 
-// usedByShoot says whether a Shoot of the binding's namespace names the binding. Shoots are
-// read in full because the index needs their spec (a reader that filters on its own, like a test's
-// fake client, evaluates it on what it returns).
+// usedByShoot says whether a Shoot of the binding's namespace names the binding: by the index,
+// which the snapshot took from the whole Shoot, so that it holds only the Shoot's name.
 func usedByShoot(ctx context.Context, reader client.Reader, use string, binding client.Object) (bool, error) {
-	shoots := &gardencorev1beta1.ShootList{}
+	shoots := &metav1.PartialObjectMetadataList{}
+	shoots.SetGroupVersionKind(gardencorev1beta1.SchemeGroupVersion.WithKind("ShootList"))
 	if err := reader.List(ctx, shoots, client.MatchingFields{use: binding.GetNamespace() + "/" + binding.GetName()}); err != nil {
 		return false, err
 	}

@@ -9,10 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
@@ -20,7 +23,8 @@ import (
 // newFakeClient is a fake client with the indexes the sweep's related lists declare, so that it
 // answers InUseBy's Lists as the snapshot does.
 func newFakeClient(objs ...client.Object) *fake.ClientBuilder {
-	b := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(objs...).WithStatusSubresource(&gardencorev1beta1.Project{})
+	b := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(objs...).WithStatusSubresource(&gardencorev1beta1.Project{}).
+		WithInterceptorFuncs(interceptor.Funcs{List: metadataFromTyped})
 	for _, l := range Related {
 		obj, err := scheme.Gardener.New(l.Kind.GroupVersionKind)
 		if err != nil {
@@ -31,6 +35,30 @@ func newFakeClient(objs ...client.Object) *fake.ClientBuilder {
 		}
 	}
 	return b
+}
+
+// metadataFromTyped answers a metadata-only List from the typed one, as the snapshot does: the
+// fake evaluates an index on the objects it returns, and a metadata-only object lacks the spec
+// the binding indexes read.
+func metadataFromTyped(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	pl, ok := list.(*metav1.PartialObjectMetadataList)
+	if !ok {
+		return c.List(ctx, list, opts...)
+	}
+	obj, err := scheme.Gardener.New(pl.GroupVersionKind())
+	if err != nil {
+		return err
+	}
+	typed := obj.(client.ObjectList)
+	if err := c.List(ctx, typed, opts...); err != nil {
+		return err
+	}
+	pl.Items = nil
+	return meta.EachListItem(typed, func(o runtime.Object) error {
+		item := o.(client.Object)
+		pl.Items = append(pl.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: item.GetNamespace(), Name: item.GetName()}})
+		return nil
+	})
 }
 
 const ns = "garden-dev"

@@ -21,41 +21,60 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// listed is one kind a sweep read: its objects by key, and the indexes of its declared fields.
+// listed is one kind a sweep read: its objects in the server's order, and where each is by key,
+// by namespace and by the values of its declared fields. Positions, not keys, fill the lookups:
+// a sweep may hold hundreds of thousands of objects, and a position costs 4 bytes where a key
+// costs 32.
 type listed struct {
 	list    List
-	objects map[Key]client.Object
-	// order keeps List answers in the server's order.
-	order   []Key
-	indexes map[string]map[string][]Key
+	objects []client.Object
+	at      map[Key]int32
+	indexes map[string]map[string][]int32
 	// byNamespace answers List(InNamespace) without scanning every object.
-	byNamespace map[string][]Key
+	byNamespace map[string][]int32
 }
 
 func newListed(l List, capacity int) *listed {
-	return &listed{list: l, objects: make(map[Key]client.Object, capacity), indexes: map[string]map[string][]Key{}, byNamespace: map[string][]Key{}}
+	return &listed{list: l, objects: make([]client.Object, 0, capacity), at: make(map[Key]int32, capacity), indexes: map[string]map[string][]int32{}, byNamespace: map[string][]int32{}}
 }
 
 func (l *listed) add(obj client.Object) {
 	// Managed fields are the bulk of most objects' metadata and no decision reads them.
 	obj.SetManagedFields(nil)
 	key := client.ObjectKeyFromObject(obj)
-	l.objects[key] = obj
-	l.order = append(l.order, key)
-	l.byNamespace[key.Namespace] = append(l.byNamespace[key.Namespace], key)
+	pos, seen := l.at[key]
+	if seen {
+		l.objects[pos] = obj // listed twice (a page boundary moved): the later one wins
+	} else {
+		pos = int32(len(l.objects))
+		l.objects = append(l.objects, obj)
+		l.at[key] = pos
+		l.byNamespace[key.Namespace] = append(l.byNamespace[key.Namespace], pos)
+	}
 	for field, index := range l.list.Indexes {
 		values := l.indexes[field]
 		if values == nil {
-			values = map[string][]Key{}
+			values = map[string][]int32{}
 			l.indexes[field] = values
 		}
 		for _, v := range index(obj) {
-			values[v] = append(values[v], key)
+			if !seen || !slices.Contains(values[v], pos) {
+				values[v] = append(values[v], pos)
+			}
 		}
 	}
 	if l.list.Project != nil {
-		l.objects[key] = l.list.Project(obj)
+		l.objects[pos] = l.list.Project(obj)
 	}
+}
+
+// keys are the listed objects' keys, in the server's order.
+func (l *listed) keys() []Key {
+	keys := make([]Key, len(l.objects))
+	for i, obj := range l.objects {
+		keys[i] = client.ObjectKeyFromObject(obj)
+	}
+	return keys
 }
 
 // snapshot is the reader of a sweep's reconciles. It answers Get and List of every kind the
@@ -111,7 +130,7 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	if l == nil {
 		return s.getLive(ctx, fetchKey{gvk: gvk, key: key}, obj, opts...)
 	}
-	item, found := l.objects[key]
+	pos, found := l.at[key]
 	if !found {
 		if l == s.primary {
 			// Another page's object: the snapshot holds one page of the primary kind at a time.
@@ -119,7 +138,7 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 		}
 		return apierrors.NewNotFound(l.list.Kind.GroupResource(), key.Name)
 	}
-	return assign(obj, item)
+	return assign(obj, l.objects[pos])
 }
 
 // getLive reads an object of a kind the sweep did not list, once per sweep: concurrent reads
@@ -179,9 +198,12 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 	if l.list.Namespace != "" && o.Namespace != l.list.Namespace {
 		return s.live.List(ctx, list, opts...) // beyond the namespace the sweep listed
 	}
-	candidates := l.order
+	// candidates are positions; all of them (nil, every=true) unless a namespace or an index
+	// narrows them down.
+	var candidates []int32
+	every := true
 	if o.Namespace != "" {
-		candidates = l.byNamespace[o.Namespace]
+		candidates, every = l.byNamespace[o.Namespace], false
 	}
 	var fieldReqs []fields.Requirement
 	if o.FieldSelector != nil {
@@ -196,22 +218,28 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 			return fmt.Errorf("listing %s by field %q during a sweep: the sweep's list declares no index for it", gk.Kind, req.Field)
 		}
 		if !ok {
-			candidates = nil // the index is empty: no object has a value
+			candidates, every = nil, false // the index is empty: no object has a value
 			break
 		}
-		candidates = index[req.Value]
+		candidates, every = index[req.Value], false
 		break
 	}
+	if every {
+		candidates = make([]int32, len(l.objects))
+		for i := range candidates {
+			candidates[i] = int32(i)
+		}
+	}
 	var items []runtime.Object
-	for _, key := range candidates {
-		obj := l.objects[key]
-		if o.Namespace != "" && key.Namespace != o.Namespace {
+	for _, pos := range candidates {
+		obj := l.objects[pos]
+		if o.Namespace != "" && obj.GetNamespace() != o.Namespace {
 			continue
 		}
 		if o.LabelSelector != nil && !o.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
 			continue
 		}
-		if !l.matchesFields(key, fieldReqs) {
+		if !l.matchesFields(pos, fieldReqs) {
 			continue
 		}
 		items = append(items, obj)
@@ -221,16 +249,17 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 
 // matchesFields checks the field requirements against the indexes taken when the object was
 // listed (it may be held as a projection, without the fields the indexes read).
-func (l *listed) matchesFields(key Key, reqs []fields.Requirement) bool {
+func (l *listed) matchesFields(pos int32, reqs []fields.Requirement) bool {
+	obj := l.objects[pos]
 	for _, req := range reqs {
 		var has bool
 		switch req.Field {
 		case "metadata.name":
-			has = key.Name == req.Value
+			has = obj.GetName() == req.Value
 		case "metadata.namespace":
-			has = key.Namespace == req.Value
+			has = obj.GetNamespace() == req.Value
 		default:
-			has = slices.Contains(l.indexes[req.Field][req.Value], key)
+			has = slices.Contains(l.indexes[req.Field][req.Value], pos)
 		}
 		if has == (req.Operator == selection.NotEquals) {
 			return false

@@ -173,7 +173,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 		snap(primary.Cluster).primary = page
 		var wg sync.WaitGroup
 		slots := make(chan struct{}, max(1, s.opts.SweepConcurrency))
-		for _, key := range page.order {
+		for _, key := range page.keys() {
 			slots <- struct{}{}
 			wg.Add(1)
 			go func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedseedset"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/namespacedcloudprofile"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/node"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/quota"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/secretbinding"
@@ -56,6 +57,7 @@ var All = []*function.Function{
 	garbagecollector.Function,
 	tokenrequestor.Function,
 	tokeninvalidator.Function,
+	node.Function,
 }
 
 // ByName returns the function with the given name.

@@ -82,6 +82,8 @@ func run(dir string, withSamples bool) error {
 			"garbagecollector":       {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"managedresource":        {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"tokenrequestor":         {"TOKEN_REQUESTOR_ENABLED=true"},
+			"tokeninvalidator":       {"TOKEN_INVALIDATOR_ENABLED=true"},
+			"node":                   {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
 			"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
 		},
 	})

@@ -52,6 +52,8 @@ func TestMain(m *testing.M) {
 			"garbagecollector": {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"managedresource":  {"GARBAGE_COLLECTOR_ENABLED=true"},
 			"tokenrequestor":   {"TOKEN_REQUESTOR_ENABLED=true"},
+			"tokeninvalidator": {"TOKEN_INVALIDATOR_ENABLED=true"},
+			"node":             {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
 		},
 	})
 	if err != nil {

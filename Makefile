@@ -12,11 +12,14 @@ ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 run:
 	$(ASSETS) go run ./hack/landscape
 
-## test: every test: unit, integration (envtest) and end-to-end, plus vet and formatting
+## test: every test: unit, integration (envtest) and end-to-end, plus vet and formatting; then
+## each function's RBAC against what it used in the suites (kube-apiserver's audit logs)
 test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	go vet ./...
-	$(ASSETS) go test -count=1 ./...
+	rm -rf .cache/audit
+	$(ASSETS) export AUDIT_LOG_DIR=$$PWD/.cache/audit; go test -count=1 ./...
+	go run ./hack/leastprivilege -dir .cache/audit
 
 build:
 	go build ./...

@@ -135,6 +135,42 @@ type Options struct {
 	APIServerArgs map[string]string
 }
 
+// AuditLogDirEnv names a directory: when set, every control plane writes kube-apiserver's audit
+// log (every request, metadata only) to a file of its own there, from which
+// hack/leastprivilege derives what each function's ServiceAccount used.
+const AuditLogDirEnv = "AUDIT_LOG_DIR"
+
+// auditPolicy logs every API request at the Metadata level (who, verb, resource, namespace, the
+// outcome), once, when its response is complete.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  nonResourceURLs: ["*"]
+- level: Metadata
+`
+
+func auditTo(env *envtest.Environment, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	policy := path.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return err
+	}
+	log, err := os.CreateTemp(dir, "audit-*.log")
+	if err != nil {
+		return err
+	}
+	_ = log.Close()
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", log.Name())
+	args.Set("audit-log-format", "json")
+	return nil
+}
+
 // StartWith starts a control plane with the given options.
 func StartWith(opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -152,6 +188,11 @@ func StartWith(opts Options) (*Env, error) {
 	}
 	for name, value := range opts.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
+	if dir := os.Getenv(AuditLogDirEnv); dir != "" {
+		if err := auditTo(env, dir); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -172,6 +213,24 @@ func (e *Env) CountingClient(impersonate ...string) (client.Client, *kube.Reques
 	if len(impersonate) > 0 {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate[0]}
 	}
+	return countingClient(cfg)
+}
+
+// FunctionUserAgent is the user agent of a function's requests as functiontest serves it: the
+// audit log tells them apart from a test's own requests as the same user (probes that the
+// function may not do something).
+const FunctionUserAgent = "gardener-knative-function"
+
+// FunctionClient is CountingClient for a function served as user (its ServiceAccount), with the
+// FunctionUserAgent.
+func (e *Env) FunctionClient(user string) (client.Client, *kube.RequestCounter, error) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.UserAgent = FunctionUserAgent
+	return countingClient(cfg)
+}
+
+func countingClient(cfg *rest.Config) (client.Client, *kube.RequestCounter, error) {
 	counter := kube.NewRequestCounter(prometheus.NewRegistry())
 	counter.Instrument(cfg)
 	c, err := kube.NewClient(cfg, scheme.Gardener)

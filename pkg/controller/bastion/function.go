@@ -37,11 +37,11 @@ func (c *Config) FromControllerManager(cm *cmv1alpha1.ControllerManagerConfigura
 var Function = &function.Function{
 	Name:   "bastion",
 	Config: &Config{},
-	// It reads Bastions and Shoots (GETs, the Shoot→Bastions LIST and the resync sweep) and
-	// deletes Bastions; it never writes Shoots.
+	// It reads Bastions (GETs, the Shoot→Bastions LIST and the resync sweep) and Shoots (GETs
+	// only) and deletes Bastions; it never writes Shoots.
 	RBAC: []rbacv1.PolicyRule{
 		{APIGroups: []string{operationsv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"bastions"}, Verbs: []string{"get", "list", "delete"}},
-		{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"shoots"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"shoots"}, Verbs: []string{"get"}},
 	},
 	Reconcilers: []function.Reconciler{{
 		Name: "main",

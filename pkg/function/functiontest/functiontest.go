@@ -113,12 +113,17 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		require.NoError(t, err)
 		s.config = cfg
 	}
-	var impersonate []string
+	var (
+		c       client.Client
+		counter *kube.RequestCounter
+		err     error
+	)
 	if s.asFunction {
 		ApplyRBAC(t, env, fn)
-		impersonate = []string{configgen.ServiceAccountName(fn)}
+		c, counter, err = env.FunctionClient(configgen.ServiceAccountName(fn))
+	} else {
+		c, counter, err = env.CountingClient()
 	}
-	c, counter, err := env.CountingClient(impersonate...)
 	require.NoError(t, err)
 	h := &Harness{t: t, fn: fn, Env: env, Clock: testclock.NewFakeClock(s.now), Counter: counter, Registry: prometheus.NewRegistry()}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))

@@ -1,0 +1,256 @@
+// Command leastprivilege compares what each function's ServiceAccount did in the test suites
+// with what its RBAC grants. It reads the kube-apiserver audit logs the suites' control planes
+// wrote (testenv, AUDIT_LOG_DIR; `make test` sets it), takes every request made as a function
+// (functiontest.AsFunction impersonates the function's ServiceAccount with exactly the RBAC
+// config/ grants it) and derives the tuples it used: verb, API group, resource, subresource and
+// namespace. It prints a table per function and fails on a permission used but not granted (a
+// request that was forbidden) and on a permission granted but never used.
+//
+// Grants are compared as Kubernetes' RBAC matches them: a rule's API groups × resources (with
+// their subresources) × verbs, in every namespace for the function's ClusterRole, in one for a
+// Role of its NamespacedRBAC. resourceNames narrow no further here: a grant is used when a
+// request of its verb reached its resource.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+)
+
+// event is what the check reads of an audit event (audit.k8s.io/v1 Event).
+type event struct {
+	Stage            string `json:"stage"`
+	Verb             string `json:"verb"`
+	UserAgent        string `json:"userAgent"`
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		APIGroup    string `json:"apiGroup"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// permission is one verb on one resource (with its subresource) of one group; Namespace is set
+// for a Role's grant and for a request in a namespace.
+type permission struct {
+	Verb, Group, Resource, Namespace string
+}
+
+func (p permission) String() string {
+	group := p.Group
+	if group == "" {
+		group = "core"
+	}
+	s := fmt.Sprintf("%s %s/%s", p.Verb, group, p.Resource)
+	if p.Namespace != "" {
+		s += " in " + p.Namespace
+	}
+	return s
+}
+
+// usage is what one function did.
+type usage struct {
+	used   map[permission]int
+	denied map[permission]int
+}
+
+func main() {
+	dir := flag.String("dir", os.Getenv("AUDIT_LOG_DIR"), "the directory of the audit logs (AUDIT_LOG_DIR)")
+	flag.Parse()
+	if err := run(*dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string) error {
+	if dir == "" {
+		return errors.New("no audit log directory: -dir or AUDIT_LOG_DIR")
+	}
+	usages, events, err := read(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("least privilege: %d requests as functions in the audit logs of %s\n", events, dir)
+	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "function\tgrants\tused\tunused\texempt\tdenied\t")
+	var problems []string
+	for _, fn := range functions.All {
+		u := usages[configgen.ServiceAccountName(fn)]
+		if u == nil {
+			u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
+		}
+		grants := grantsOf(fn)
+		var unused []permission
+		exempt := 0
+		for _, g := range grants {
+			used := slices.ContainsFunc(keys(u.used), g.covers)
+			reason, exempted := unproven[fn.Name+": "+g.String()]
+			switch {
+			case used && exempted:
+				problems = append(problems, fmt.Sprintf("%s: %s is used now: remove its exemption (%s)", fn.Name, g, reason))
+			case exempted:
+				exempt++
+			case !used:
+				unused = append(unused, g)
+			}
+		}
+		fmt.Fprintf(table, "%s\t%d\t%d\t%d\t%d\t%d\t\n", fn.Name, len(grants), len(u.used), len(unused), exempt, len(u.denied))
+		for _, p := range unused {
+			problems = append(problems, fmt.Sprintf("%s: granted but never used: %s", fn.Name, p))
+		}
+		for _, p := range sorted(keys(u.denied)) {
+			problems = append(problems, fmt.Sprintf("%s: used but not granted (forbidden %d times): %s", fn.Name, u.denied[p], p))
+		}
+	}
+	if err := table.Flush(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("least privilege: %d problems:\n  %s", len(problems), strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// read collects every function's requests from the audit logs in dir.
+func read(dir string) (map[string]*usage, int, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(logs) == 0 {
+		return nil, 0, fmt.Errorf("no audit logs in %s: run the suites with %s set", dir, "AUDIT_LOG_DIR")
+	}
+	usages := map[string]*usage{}
+	events := 0
+	for _, log := range logs {
+		f, err := os.Open(log)
+		if err != nil {
+			return nil, 0, err
+		}
+		scanner := bufio.NewScanner(f)
+		scanner.Buffer(make([]byte, 1<<20), 16<<20)
+		for scanner.Scan() {
+			var e event
+			if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
+				_ = f.Close()
+				return nil, 0, fmt.Errorf("%s: %w", log, err)
+			}
+			// Only the function's own requests: a test may probe, as the same user, that the
+			// function is refused something (with its own user agent).
+			if e.Stage != "ResponseComplete" || e.UserAgent != testenv.FunctionUserAgent || e.ImpersonatedUser == nil || e.ObjectRef == nil || e.ResponseStatus == nil {
+				continue
+			}
+			user := e.ImpersonatedUser.Username
+			if !strings.HasPrefix(user, "system:serviceaccount:") {
+				continue
+			}
+			events++
+			u := usages[user]
+			if u == nil {
+				u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
+				usages[user] = u
+			}
+			resource := e.ObjectRef.Resource
+			if e.ObjectRef.Subresource != "" {
+				resource += "/" + e.ObjectRef.Subresource
+			}
+			p := permission{Verb: e.Verb, Group: e.ObjectRef.APIGroup, Resource: resource, Namespace: e.ObjectRef.Namespace}
+			if e.ResponseStatus.Code == 403 {
+				u.denied[p]++
+				continue
+			}
+			u.used[p]++
+			// RBAC's checks that are no requests of their own: binding a role needs bind on it,
+			// writing a role needs escalate on it (for rules the writer does not hold), approving
+			// a CSR needs approve on its signer.
+			for _, implied := range implicit(p) {
+				u.used[implied]++
+			}
+		}
+		err = scanner.Err()
+		_ = f.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", log, err)
+		}
+	}
+	return usages, events, nil
+}
+
+// implicit are the permissions RBAC checks when it authorizes p, beyond p itself.
+func implicit(p permission) []permission {
+	writes := p.Verb == "create" || p.Verb == "update" || p.Verb == "patch"
+	switch {
+	case writes && p.Group == rbacv1.GroupName && (p.Resource == "clusterrolebindings" || p.Resource == "rolebindings"):
+		return []permission{
+			{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Namespace: p.Namespace},
+			{Verb: "bind", Group: rbacv1.GroupName, Resource: "roles", Namespace: p.Namespace},
+		}
+	case writes && p.Group == rbacv1.GroupName && (p.Resource == "clusterroles" || p.Resource == "roles"):
+		return []permission{{Verb: "escalate", Group: rbacv1.GroupName, Resource: p.Resource, Namespace: p.Namespace}}
+	case p.Group == "certificates.k8s.io" && p.Resource == "certificatesigningrequests/approval" && writes:
+		return []permission{{Verb: "approve", Group: "certificates.k8s.io", Resource: "signers"}}
+	}
+	return nil
+}
+
+// grantsOf expands the function's rules into single permissions.
+func grantsOf(fn *function.Function) []permission {
+	var grants []permission
+	expand := func(rules []rbacv1.PolicyRule, namespace string) {
+		for _, r := range rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						grants = append(grants, permission{Verb: v, Group: g, Resource: res, Namespace: namespace})
+					}
+				}
+			}
+		}
+	}
+	expand(fn.RBAC, "")
+	for ns, rules := range fn.NamespacedRBAC {
+		expand(rules, ns)
+	}
+	return grants
+}
+
+// covers says whether the grant g allows the request p.
+func (g permission) covers(p permission) bool {
+	return g.Verb == p.Verb && g.Group == p.Group && g.Resource == p.Resource && (g.Namespace == "" || g.Namespace == p.Namespace)
+}
+
+func keys(m map[permission]int) []permission {
+	out := make([]permission, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	return out
+}
+
+func sorted(ps []permission) []permission {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].String() < ps[j].String() })
+	return ps
+}

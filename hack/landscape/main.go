@@ -124,7 +124,7 @@ func run(dir string, withSamples bool) error {
 	}
 	if land.Shoot != nil && withSamples {
 		fmt.Printf("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)\n", land.ShootKubeconfig, landscape.Tenant)
-		status.lines = append(status.lines, (&grmSample{seed: land.Env.Client, shoot: land.Shoot.Client}).line)
+		status.lines = append(status.lines, (&grmSample{seed: land.Env.Client, shoot: land.Shoot.Client}).line, (&shootNodes{shoot: land.Shoot.Client}).line)
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

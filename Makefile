@@ -5,8 +5,11 @@ SHELL := /usr/bin/env bash
 # kube-apiserver and etcd for envtest, built from the Go module proxy once and cached in .cache/;
 # a recipe line that starts with $(ASSETS) stops when they cannot be provided.
 ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
+# ko at the version hack/tools/go.mod pins, built from the Go module proxy once and cached in
+# .cache/bin/ (test/deploy resolves config/ with it); such a line stops when it cannot be built.
+KO = ko=$$(hack/ko.sh); export KO_BIN=$$ko;
 
-.PHONY: run test build generate bench coldstart webhookload fuzz envtest-assets
+.PHONY: run test build generate bench coldstart webhookload fuzz envtest-assets ko
 
 ## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
 run:
@@ -18,7 +21,7 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	go vet ./...
 	rm -rf .cache/audit
-	$(ASSETS) export AUDIT_LOG_DIR=$$PWD/.cache/audit; go test -count=1 ./...
+	$(ASSETS) $(KO) export AUDIT_LOG_DIR=$$PWD/.cache/audit; go test -count=1 ./...
 	go run ./hack/leastprivilege -dir .cache/audit
 
 build:
@@ -51,3 +54,7 @@ fuzz:
 
 envtest-assets:
 	hack/envtest-assets.sh
+
+## ko: build the pinned ko into .cache/bin/ (once per version) and print its path
+ko:
+	hack/ko.sh

@@ -47,8 +47,10 @@ var InvalidToken = []byte("\u0000\u0000\u0000")
 // Webhook is the constructor the server registers. webhooks.tokenInvalidator.enabled is v1.113's
 // key, which v1.150's configuration type lacks; the file is decoded leniently for it.
 var Webhook = webhook.Configured[struct{}]{
-	Name:    Name,
-	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Extensions.Webhooks.TokenInvalidator.Enabled },
+	Name: Name,
+	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
+		return c.Extensions.Webhooks.TokenInvalidator.Enabled
+	},
 	Build: func(deps webhook.Deps, _ struct{}) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(), deps.Log), nil
 	},

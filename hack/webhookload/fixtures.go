@@ -31,6 +31,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/seccompprofile"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/systemcomponentsconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/tokeninvalidator"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/vpainplaceupdates"
 )
 
@@ -132,6 +133,7 @@ func scenarios() []scenario {
 		admissionScenario(highavailabilityconfig.Name, highavailabilityconfig.Path, create, serverDeployment(), nil, true),
 		admissionScenario(kubernetesservicehost.Name, kubernetesservicehost.Path, create, pod(podNamespace), nil, true),
 		admissionScenario(projectedtokenmount.Name, projectedtokenmount.Path, create, withServiceAccount(pod(podNamespace), noAutomountAccount), nil, true),
+		admissionScenario(tokeninvalidator.Name, tokeninvalidator.Path, admissionv1.Update, consideredTokenSecret(), consideredTokenSecret(), true),
 		admissionScenario(podtopologyspreadconstraints.Name, podtopologyspreadconstraints.Path, create, spreadPod(), nil, true),
 		admissionScenario(systemcomponentsconfig.Name, systemcomponentsconfig.Path, create, pod(metav1.NamespaceSystem), nil, true),
 		admissionScenario(endpointslicehints.Name, endpointslicehints.Path, create, zonedEndpointSlice(), nil, true),
@@ -148,6 +150,23 @@ func scenarios() []scenario {
 
 func typeMeta(gvk schema.GroupVersionKind) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+}
+
+// consideredTokenSecret is a static token Secret the tokeninvalidator function labelled, as
+// kube-controller-manager writes it when it regenerates the token.
+func consideredTokenSecret() *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta: typeMeta(corev1.SchemeGroupVersion.WithKind("Secret")),
+		ObjectMeta: metav1.ObjectMeta{Namespace: podNamespace, Name: "app-token-x7k2p",
+			Labels: map[string]string{
+				resourcesv1alpha1.ResourceManagerPurpose: tokeninvalidator.PurposeTokenInvalidation,
+				tokeninvalidator.LabelConsider:           "true",
+			},
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "app", corev1.ServiceAccountUIDKey: "86e98645-2e05-11e9-863a-b2d4d086dd5a"},
+		},
+		Type: corev1.SecretTypeServiceAccountToken,
+		Data: map[string][]byte{"ca.crt": []byte("cluster-ca"), "namespace": []byte(podNamespace), corev1.ServiceAccountTokenKey: []byte("eyJhbGciOiJSUzI1NiJ9.static")},
+	}
 }
 
 // serverDeployment is a server's Deployment in the zoned namespace, scaled by its HPA.

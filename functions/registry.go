@@ -12,6 +12,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerregistration"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/credentialsbinding"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/csrapprover"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/event"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/exposureclass"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/extension"
@@ -20,6 +21,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedseedset"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/namespacedcloudprofile"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/networkpolicy"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/node"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/quota"
@@ -58,6 +60,8 @@ var All = []*function.Function{
 	tokenrequestor.Function,
 	tokeninvalidator.Function,
 	node.Function,
+	csrapprover.Function,
+	networkpolicy.Function,
 }
 
 // ByName returns the function with the given name.

@@ -42,6 +42,9 @@ type Writer interface {
 	Touch(ctx context.Context, obj client.Object) error
 	// PatchStatus is Patch on the status subresource.
 	PatchStatus(ctx context.Context, obj client.Object, mutate func()) (changed bool, err error)
+	// PatchSubResource is Patch on another subresource the API server serves for updates (e.g.
+	// certificatesigningrequests/approval, the only place a CSR's Approved condition is set).
+	PatchSubResource(ctx context.Context, obj client.Object, subResource string, mutate func()) (changed bool, err error)
 	// Delete deletes obj if it still has obj's UID and resourceVersion.
 	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
 }
@@ -79,6 +82,10 @@ func (w *optimisticWriter) Touch(ctx context.Context, obj client.Object) error {
 
 func (w *optimisticWriter) PatchStatus(ctx context.Context, obj client.Object, mutate func()) (bool, error) {
 	return w.patch(ctx, obj, mutate, func(p client.Patch) error { return w.c.Status().Patch(ctx, obj, p) })
+}
+
+func (w *optimisticWriter) PatchSubResource(ctx context.Context, obj client.Object, subResource string, mutate func()) (bool, error) {
+	return w.patch(ctx, obj, mutate, func(p client.Patch) error { return w.c.SubResource(subResource).Patch(ctx, obj, p) })
 }
 
 func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate func(), send func(client.Patch) error) (bool, error) {

@@ -54,6 +54,8 @@ func TestMain(m *testing.M) {
 			"tokenrequestor":   {"TOKEN_REQUESTOR_ENABLED=true"},
 			"tokeninvalidator": {"TOKEN_INVALIDATOR_ENABLED=true"},
 			"node":             {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
+			"csrapprover":      {"CSR_APPROVER_ENABLED=true"},
+			"networkpolicy":    {"NETWORK_POLICY_ENABLED=true"},
 		},
 	})
 	if err != nil {

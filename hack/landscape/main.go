@@ -84,6 +84,8 @@ func run(dir string, withSamples bool) error {
 			"tokenrequestor":         {"TOKEN_REQUESTOR_ENABLED=true"},
 			"tokeninvalidator":       {"TOKEN_INVALIDATOR_ENABLED=true"},
 			"node":                   {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
+			"csrapprover":            {"CSR_APPROVER_ENABLED=true"},
+			"networkpolicy":          {"NETWORK_POLICY_ENABLED=true"},
 			"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
 		},
 	})
@@ -124,7 +126,12 @@ func run(dir string, withSamples bool) error {
 	}
 	if land.Shoot != nil && withSamples {
 		fmt.Printf("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)\n", land.ShootKubeconfig, landscape.Tenant)
-		status.lines = append(status.lines, (&grmSample{seed: land.Env.Client, shoot: land.Shoot.Client}).line, (&shootNodes{shoot: land.Shoot.Client}).line)
+		kubelet, err := land.Shoot.As("system:node:"+sampleNode, "system:nodes")
+		if err != nil {
+			return err
+		}
+		status.lines = append(status.lines, (&grmSample{seed: land.Env.Client, shoot: land.Shoot.Client}).line,
+			(&shootNodes{shoot: land.Shoot.Client, seed: land.Env.Client, kubelet: kubelet}).line)
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

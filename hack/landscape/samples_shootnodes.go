@@ -2,34 +2,51 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/tokeninvalidator"
 )
 
-// The shoot's samples for GRM's node and token invalidator functions, created by the live view
-// in the landscape's shoot (which has no kubelet: the view plays it, marking the critical Pod
-// ready a while after its creation).
+// The shoot's samples for GRM's node, token invalidator and CSR approver functions, created by
+// the live view in the landscape's shoot (which has no kubelet: the view plays it, marking the
+// critical Pod ready a while after its creation and requesting the Node's serving certificate).
 const (
 	sampleNode         = "demo-node"
 	sampleCriticalPod  = "demo-critical-component"
 	sampleNoAutomount  = "demo-no-automount"
 	sampleStaticToken  = "demo-no-automount-token"
 	criticalPodReadyIn = 15 * time.Second
+	sampleNodeIP       = "10.250.0.10"
+	sampleMachine      = "demo-machine"
+	sampleCSR          = "demo-node-serving"
 )
 
-// shootNodes is the live view's line following them.
+// shootNodes is the live view's line following them. seed holds the Machines; kubelet is the
+// shoot's API as the sample Node's kubelet (system:node:demo-node), which requests its serving
+// certificate.
 type shootNodes struct {
-	shoot   client.Client
-	created time.Time
+	shoot, seed, kubelet client.Client
+	created              time.Time
 }
 
 func (s *shootNodes) line() string {
@@ -41,7 +58,7 @@ func (s *shootNodes) line() string {
 		}
 		s.created = time.Now()
 	}
-	return "GRM node: " + s.taint(ctx) + "\n" + "GRM token invalidator: " + s.token(ctx)
+	return "GRM node: " + s.taint(ctx) + "\n" + "GRM token invalidator: " + s.token(ctx) + "\n" + "GRM CSR approver: " + s.csr(ctx)
 }
 
 func (s *shootNodes) create(ctx context.Context) error {
@@ -70,7 +87,73 @@ func (s *shootNodes) create(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// The Node's addresses, which its serving certificate names, and its Machine in the seed.
+	node := nodes[0]
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: sampleNode}, {Type: corev1.NodeInternalIP, Address: sampleNodeIP}}
+	if err := s.shoot.Status().Update(ctx, node); err != nil {
+		return err
+	}
+	machine := &unstructured.Unstructured{}
+	machine.SetGroupVersionKind(kinds.Machine.GroupVersionKind)
+	machine.SetNamespace(string(landscape.Tenant))
+	machine.SetName(sampleMachine)
+	machine.SetLabels(map[string]string{"node": sampleNode})
+	if err := client.IgnoreAlreadyExists(s.seed.Create(ctx, machine)); err != nil {
+		return err
+	}
+	// The kubelet may request certificates (kubeadm binds it so; this shoot has no Node authorizer).
+	if err := client.IgnoreAlreadyExists(s.shoot.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-node-bootstrapper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-bootstrapper"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + sampleNode}},
+	})); err != nil {
+		return err
+	}
+	request, err := servingCSR()
+	if err != nil {
+		return err
+	}
+	return client.IgnoreAlreadyExists(s.kubelet.Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: sampleCSR},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: request, SignerName: certificatesv1.KubeletServingSignerName,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth},
+		},
+	}))
+}
+
+// servingCSR is the kubelet's certificate request: its Node's name and addresses.
+func servingCSR() ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject:     pkix.Name{CommonName: "system:node:" + sampleNode, Organization: []string{"system:nodes"}},
+		DNSNames:    []string{sampleNode},
+		IPAddresses: []net.IP{net.ParseIP(sampleNodeIP)},
+	}, key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+}
+
+// csr follows the kubelet's serving certificate request.
+func (s *shootNodes) csr(ctx context.Context) string {
+	csr := &certificatesv1.CertificateSigningRequest{}
+	if err := s.shoot.Get(ctx, client.ObjectKey{Name: sampleCSR}, csr); err != nil {
+		return "kubelet-serving CSR of " + sampleNode + " …"
+	}
+	for _, c := range csr.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateApproved:
+			return fmt.Sprintf("kubelet-serving CSR %s of %s (Machine %s/%s in the seed) approved ✓ (%s)", sampleCSR, sampleNode, landscape.Tenant, sampleMachine, c.Message)
+		case certificatesv1.CertificateDenied:
+			return fmt.Sprintf("kubelet-serving CSR %s of %s denied: %s", sampleCSR, sampleNode, c.Message)
+		}
+	}
+	return "kubelet-serving CSR " + sampleCSR + " of " + sampleNode + " pending …"
 }
 
 // taint follows the critical-components taint of the sample Node and the delays of all three.

@@ -230,6 +230,14 @@ func (e *Env) FunctionClient(user string) (client.Client, *kube.RequestCounter, 
 	return countingClient(cfg)
 }
 
+// As is an uncached client of the control plane acting as user in groups (a kubelet, say:
+// "system:node:<name>", "system:nodes"), which the API server then records as the requester.
+func (e *Env) As(user string, groups ...string) (client.Client, error) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return kube.NewClient(cfg, scheme.Gardener)
+}
+
 func countingClient(cfg *rest.Config) (client.Client, *kube.RequestCounter, error) {
 	counter := kube.NewRequestCounter(prometheus.NewRegistry())
 	counter.Instrument(cfg)

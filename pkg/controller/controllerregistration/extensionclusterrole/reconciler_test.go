@@ -145,6 +145,11 @@ func (w noWrites) PatchStatus(_ context.Context, obj client.Object, _ func()) (b
 	return false, nil
 }
 
+func (w noWrites) PatchSubResource(_ context.Context, obj client.Object, subResource string, _ func()) (bool, error) {
+	w.t.Errorf("unexpected %s patch of %T %s", subResource, obj, obj.GetName())
+	return false, nil
+}
+
 func (w noWrites) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
 	w.t.Errorf("unexpected delete of %T %s", obj, obj.GetName())
 	return nil

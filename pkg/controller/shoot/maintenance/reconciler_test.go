@@ -60,6 +60,11 @@ func (w *recordingWriter) PatchStatus(_ context.Context, obj client.Object, muta
 	return true, nil
 }
 
+func (w *recordingWriter) PatchSubResource(_ context.Context, _ client.Object, subResource string, _ func()) (bool, error) {
+	w.calls = append(w.calls, subResource)
+	return true, nil
+}
+
 type recordedEvents []string
 
 func (r *recordedEvents) Event(_ context.Context, _ client.Object, eventType, reason, message string) {

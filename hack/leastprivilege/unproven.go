@@ -31,12 +31,4 @@ var unproven = map[string]string{
 	"managedseedset: get core.gardener.cloud/seeds":                                   "a replica's Seed read live; the suites read it from the sweep's LIST",
 
 	"managedresource: get core/configmaps": "the cluster-identity ConfigMap (<cluster> and <default> origins); no suite as the function has it",
-
-	"health: get extensions.gardener.cloud/clusters":            "per seed (tenants); its suites run single-target as the function",
-	"health: list extensions.gardener.cloud/clusters":           "per seed (tenants); its suites run single-target as the function",
-	"health: get core/secrets":                                  "per seed: the tenants' access Secrets; its suites run single-target as the function",
-	"garbagecollector: get extensions.gardener.cloud/clusters":  "per seed (tenants); its suites run single-target as the function",
-	"garbagecollector: list extensions.gardener.cloud/clusters": "per seed (tenants); its suites run single-target as the function",
-	"garbagecollector: get core/secrets":                        "per seed: the tenants' access Secrets; its suites run single-target as the function",
-	"tokenrequestor: list extensions.gardener.cloud/clusters":   "a per-seed sweep over the tenants; its per-seed suite sends events only",
 }

@@ -54,8 +54,8 @@ var Function = &function.Function{
 	RBAC: []rbacv1.PolicyRule{
 		// The token requestor's Secrets (per seed, also each tenant's access Secrets).
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "patch"}},
-		// Per seed: the tenants.
-		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
+		// Per seed: each Secret's tenant (its sweep lists no shoot, so it never lists the tenants).
+		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get"}},
 	},
 	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.Secret, New: newReconciler}},
 	Watches:     []function.Watch{{Kind: kinds.Secret, Reconciler: "main", LabelSelector: purpose}},

@@ -124,6 +124,9 @@ func run(dir string, withSamples bool) error {
 	if land.Seed != nil && withSamples {
 		status.lines = append(status.lines, registrationChain{garden: land.Env.Client, seed: land.Seed.Client}.line)
 	}
+	if withSamples {
+		status.lines = append(status.lines, networkPolicyLine(land.Env.Client))
+	}
 	if land.Shoot != nil && withSamples {
 		fmt.Printf("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)\n", land.ShootKubeconfig, landscape.Tenant)
 		kubelet, err := land.Shoot.As("system:node:"+sampleNode, "system:nodes")

@@ -36,6 +36,7 @@ var samples = []func(ctx context.Context, c client.Client) error{
 	certificatesigningrequestSamples,
 	managedseedsetSamples,
 	managedresourceSamples,
+	networkpolicySamples,
 }
 
 // createSamples creates every function's samples.

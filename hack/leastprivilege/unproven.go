@@ -5,10 +5,6 @@ package main
 // (its exemption must go then). Every entry is debt: the path deserves a test as the function,
 // which then removes the entry, or the grant goes.
 var unproven = map[string]string{
-	"secretbinding: get core/events":                         "counting a repeated Event (the recorder reads it to patch its count); no suite records one twice",
-	"secretbinding: patch core/events":                       "counting a repeated Event; no suite records one twice",
-	"credentialsbinding: get core/events":                    "counting a repeated Event; no suite records one twice",
-	"credentialsbinding: patch core/events":                  "counting a repeated Event; no suite records one twice",
 	"credentialsbinding: get core/secrets":                   "a CredentialsBinding's Secret credentials labelled as referenced; the suites use WorkloadIdentities",
 	"credentialsbinding: patch core/secrets":                 "a CredentialsBinding's Secret credentials labelled as referenced; the suites use WorkloadIdentities",
 	"shoot: patch core/configmaps":                           "reference protection of a Shoot's ConfigMaps (audit policy, structured authentication); no suite references one",

@@ -162,6 +162,9 @@ func TestCredentialsBindingRunsWithItsRBAC(t *testing.T) {
 	shoot := f.shoot(t, "shoot", usesCredentialsBinding("events"))
 	f.deleteAndSend(t, viaEvents)
 	assert.NotEmpty(t, warnings(t, viaEvents, "ResourceReferenced"))
+	// The event again (redelivered): the Warning is counted, on the Event recorded before.
+	f.Send("update", viaEvents)
+	assert.Equal(t, int32(2), warningCount(t, viaEvents, "ResourceReferenced"))
 	f.deleteShoot(t, shoot)
 	assert.True(t, gone(t, viaEvents))
 	require.NoError(t, env.Client.Delete(ctx, viaSweep))

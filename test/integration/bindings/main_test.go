@@ -97,6 +97,19 @@ func gone(t testing.TB, obj client.Object) bool {
 	return false
 }
 
+// warningCount is the count of the Warning event about obj with the given reason (0: none).
+func warningCount(t testing.TB, obj client.Object, reason string) int32 {
+	t.Helper()
+	events := &corev1.EventList{}
+	require.NoError(t, env.Client.List(context.Background(), events, client.InNamespace(obj.GetNamespace())))
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == obj.GetName() && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+			return e.Count
+		}
+	}
+	return 0
+}
+
 // warnings returns the messages of the Warning events about obj with the given reason.
 func warnings(t testing.TB, obj client.Object, reason string) []string {
 	t.Helper()

@@ -171,6 +171,9 @@ func TestSecretBindingRunsWithItsRBAC(t *testing.T) {
 	shoot := f.shoot(t, "shoot", usesSecretBinding("binding"))
 	f.deleteAndSend(t, sb)
 	assert.NotEmpty(t, warnings(t, sb, "ResourceReferenced"))
+	// The event again (redelivered): the Warning is counted, on the Event recorded before.
+	f.Send("update", sb)
+	assert.Equal(t, int32(2), warningCount(t, sb, "ResourceReferenced"))
 	require.NoError(t, env.Client.Delete(ctx, shoot))
 	f.Sweep("resync")
 	assert.True(t, gone(t, sb))

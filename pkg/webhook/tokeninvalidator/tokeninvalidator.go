@@ -4,7 +4,7 @@
 // regeneration; once the label is gone, an invalidated token is removed so that
 // kube-controller-manager's token controller issues a valid one again.
 //
-// Gardener removed the TokenInvalidator in v1.114; this is v1.113's, the last release that
+// Gardener removed the TokenInvalidator after v1.113; this is v1.113's, the last release that
 // shipped it, which the resource manager's documentation still describes.
 package tokeninvalidator
 

@@ -2,12 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"strings"
@@ -22,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	csrcontroller "github.com/gardener-knative/gardener-knative/pkg/controller/certificatesigningrequest"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/tokeninvalidator"
@@ -109,7 +104,10 @@ func (s *shootNodes) create(ctx context.Context) error {
 	})); err != nil {
 		return err
 	}
-	request, err := servingCSR()
+	request, err := csrcontroller.NewRequestPEM(csrcontroller.RequestTemplate{
+		CommonName: "system:node:" + sampleNode, Organizations: []string{"system:nodes"},
+		DNSNames: []string{sampleNode}, IPAddresses: []net.IP{net.ParseIP(sampleNodeIP)},
+	})
 	if err != nil {
 		return err
 	}
@@ -120,23 +118,6 @@ func (s *shootNodes) create(ctx context.Context) error {
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth},
 		},
 	}))
-}
-
-// servingCSR is the kubelet's certificate request: its Node's name and addresses.
-func servingCSR() ([]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject:     pkix.Name{CommonName: "system:node:" + sampleNode, Organization: []string{"system:nodes"}},
-		DNSNames:    []string{sampleNode},
-		IPAddresses: []net.IP{net.ParseIP(sampleNodeIP)},
-	}, key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
 }
 
 // csr follows the kubelet's serving certificate request.

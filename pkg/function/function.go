@@ -183,6 +183,14 @@ type List struct {
 	// MetadataOnly lists PartialObjectMetadata: enough where the decision needs no spec.
 	// The reconciler then reads the kind as *metav1.PartialObjectMetadata(List).
 	MetadataOnly bool
+	// KeysOnly holds only each object's namespace and name once its indexes are taken: enough
+	// where a decision asks only whether objects exist (by key, namespace or index). The
+	// reconciler reads the kind as *metav1.PartialObjectMetadata(List) carrying nothing else, and
+	// cannot select it by labels. Combine it with MetadataOnly where the indexes need no spec.
+	KeysOnly bool
+	// Annotations are held beside the keys of a KeysOnly list, where present: the few
+	// annotations a decision reads (a Namespace's opt-out), without the whole metadata.
+	Annotations []string
 	// LabelSelector restricts the LIST on the server.
 	LabelSelector string
 	// Namespace restricts the LIST to one namespace (e.g. the seeds' Leases). Reads of the
@@ -454,6 +462,12 @@ func (f *Function) Validate() error {
 				if _, err := metav1.ParseToLabelSelector(l.LabelSelector); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s label selector: %w", what, l.Kind.Kind, err))
 				}
+			}
+			if l.KeysOnly && l.Project != nil {
+				errs = append(errs, fmt.Errorf("%s: %s holds only keys, a projection would be dropped", what, l.Kind.Kind))
+			}
+			if !l.KeysOnly && len(l.Annotations) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %s holds whole objects, annotations are held beside keys only", what, l.Kind.Kind))
 			}
 		}
 	}

@@ -21,36 +21,84 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// listed is one kind a sweep read: its objects in the server's order, and where each is by key,
-// by namespace and by the values of its declared fields. Positions, not keys, fill the lookups:
-// a sweep may hold hundreds of thousands of objects, and a position costs 4 bytes where a key
-// costs 32.
+// listed is one kind a sweep read: its objects in the server's order (or only their keys, for a
+// KeysOnly list), and where each is by key, by namespace and by the values of its declared
+// fields. Positions, not keys, fill the lookups: a sweep may hold hundreds of thousands of
+// objects, and a position costs 4 bytes where a key costs 32 (and a map entry of it 70).
+//
+// A paginated LIST is one consistent snapshot of the server (a page whose snapshot has expired
+// fails the LIST with 410 Gone), so every key is listed once.
 type listed struct {
 	list    List
 	objects []client.Object
-	at      map[Key]int32
-	indexes map[string]map[string][]int32
-	// byNamespace answers List(InNamespace) without scanning every object.
-	byNamespace map[string][]int32
+	// held are the keys of a KeysOnly list, which holds no objects, and annotated the
+	// declared annotations of those that have any.
+	held      []Key
+	annotated map[int32]map[string]string
+	// byKey are the positions in the order of their keys, for lookups by key: sorted by the
+	// first lookup, once the list is complete.
+	byKey     []int32
+	sortByKey sync.Once
+	indexes   map[string]map[string][]int32
+	// byNamespace answers List(InNamespace) without scanning every object: it points into
+	// namespaces, whose names the held objects share (each decoded object carries its own copy).
+	byNamespace map[string]int32
+	namespaces  []namespaced
+}
+
+// namespaced are the positions of a namespace's objects.
+type namespaced struct {
+	name      string
+	positions []int32
 }
 
 func newListed(l List, capacity int) *listed {
-	return &listed{list: l, objects: make([]client.Object, 0, capacity), at: make(map[Key]int32, capacity), indexes: map[string]map[string][]int32{}, byNamespace: map[string][]int32{}}
+	held := &listed{list: l, indexes: map[string]map[string][]int32{}, byNamespace: map[string]int32{}}
+	if l.KeysOnly {
+		held.held = make([]Key, 0, capacity)
+	} else {
+		held.objects = make([]client.Object, 0, capacity)
+	}
+	return held
+}
+
+func (l *listed) len() int { return len(l.objects) + len(l.held) }
+
+// find returns the position of the object with the key.
+func (l *listed) find(key Key) (int32, bool) {
+	l.sortByKey.Do(func() {
+		l.byKey = make([]int32, l.len())
+		for i := range l.byKey {
+			l.byKey[i] = int32(i)
+		}
+		slices.SortFunc(l.byKey, func(a, b int32) int { return compareKeys(l.key(a), l.key(b)) })
+	})
+	i, found := slices.BinarySearchFunc(l.byKey, key, func(pos int32, key Key) int { return compareKeys(l.key(pos), key) })
+	if !found {
+		return 0, false
+	}
+	return l.byKey[i], true
+}
+
+func compareKeys(a, b Key) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func (l *listed) add(obj client.Object) {
 	// Managed fields are the bulk of most objects' metadata and no decision reads them.
 	obj.SetManagedFields(nil)
-	key := client.ObjectKeyFromObject(obj)
-	pos, seen := l.at[key]
-	if seen {
-		l.objects[pos] = obj // listed twice (a page boundary moved): the later one wins
-	} else {
-		pos = int32(len(l.objects))
-		l.objects = append(l.objects, obj)
-		l.at[key] = pos
-		l.byNamespace[key.Namespace] = append(l.byNamespace[key.Namespace], pos)
+	ns, known := l.byNamespace[obj.GetNamespace()]
+	if !known {
+		ns = int32(len(l.namespaces))
+		l.namespaces = append(l.namespaces, namespaced{name: obj.GetNamespace()})
+		l.byNamespace[obj.GetNamespace()] = ns
 	}
+	obj.SetNamespace(l.namespaces[ns].name)
+	pos := int32(l.len())
+	l.namespaces[ns].positions = append(l.namespaces[ns].positions, pos)
 	for field, index := range l.list.Indexes {
 		values := l.indexes[field]
 		if values == nil {
@@ -58,21 +106,64 @@ func (l *listed) add(obj client.Object) {
 			l.indexes[field] = values
 		}
 		for _, v := range index(obj) {
-			if !seen || !slices.Contains(values[v], pos) {
-				values[v] = append(values[v], pos)
+			if held := values[v]; len(held) == 0 || held[len(held)-1] != pos { // a value named twice counts once
+				values[v] = append(held, pos)
 			}
 		}
 	}
-	if l.list.Project != nil {
-		l.objects[pos] = l.list.Project(obj)
+	switch {
+	case l.list.KeysOnly:
+		l.held = append(l.held, client.ObjectKeyFromObject(obj))
+		l.keepAnnotations(pos, obj)
+		return
+	case l.list.Project != nil:
+		obj = l.list.Project(obj)
 	}
+	l.objects = append(l.objects, obj)
+}
+
+// keepAnnotations holds the declared annotations of a KeysOnly list's object, if it has any.
+func (l *listed) keepAnnotations(pos int32, obj client.Object) {
+	for _, name := range l.list.Annotations {
+		value, ok := obj.GetAnnotations()[name]
+		if !ok {
+			continue
+		}
+		if l.annotated == nil {
+			l.annotated = map[int32]map[string]string{}
+		}
+		if l.annotated[pos] == nil {
+			l.annotated[pos] = map[string]string{}
+		}
+		l.annotated[pos][name] = value
+	}
+}
+
+// key is the key of the object at pos.
+func (l *listed) key(pos int32) Key {
+	if l.list.KeysOnly {
+		return l.held[pos]
+	}
+	return client.ObjectKeyFromObject(l.objects[pos])
+}
+
+// object is the object at pos; of a KeysOnly list, metadata with nothing but its key and its
+// held annotations (shared: assign copies it before a reconciler sees it).
+func (l *listed) object(pos int32) client.Object {
+	if !l.list.KeysOnly {
+		return l.objects[pos]
+	}
+	key := l.held[pos]
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Annotations: l.annotated[pos]}}
+	obj.SetGroupVersionKind(l.list.Kind.GroupVersionKind)
+	return obj
 }
 
 // keys are the listed objects' keys, in the server's order.
 func (l *listed) keys() []Key {
-	keys := make([]Key, len(l.objects))
-	for i, obj := range l.objects {
-		keys[i] = client.ObjectKeyFromObject(obj)
+	keys := make([]Key, l.len())
+	for i := range keys {
+		keys[i] = l.key(int32(i))
 	}
 	return keys
 }
@@ -130,7 +221,7 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	if l == nil {
 		return s.getLive(ctx, fetchKey{gvk: gvk, key: key}, obj, opts...)
 	}
-	pos, found := l.at[key]
+	pos, found := l.find(key)
 	if !found {
 		if l == s.primary {
 			// Another page's object: the snapshot holds one page of the primary kind at a time.
@@ -138,7 +229,7 @@ func (s *snapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 		}
 		return apierrors.NewNotFound(l.list.Kind.GroupResource(), key.Name)
 	}
-	return assign(obj, l.objects[pos])
+	return assign(obj, l.object(pos))
 }
 
 // getLive reads an object of a kind the sweep did not list, once per sweep: concurrent reads
@@ -198,12 +289,18 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 	if l.list.Namespace != "" && o.Namespace != l.list.Namespace {
 		return s.live.List(ctx, list, opts...) // beyond the namespace the sweep listed
 	}
+	if l.list.KeysOnly && o.LabelSelector != nil && !o.LabelSelector.Empty() {
+		return fmt.Errorf("listing %s by labels during a sweep: the sweep holds only its keys; list it with MetadataOnly", gk.Kind)
+	}
 	// candidates are positions; all of them (nil, every=true) unless a namespace or an index
 	// narrows them down.
 	var candidates []int32
 	every := true
 	if o.Namespace != "" {
-		candidates, every = l.byNamespace[o.Namespace], false
+		candidates, every = nil, false
+		if ns, ok := l.byNamespace[o.Namespace]; ok {
+			candidates = l.namespaces[ns].positions
+		}
 	}
 	var fieldReqs []fields.Requirement
 	if o.FieldSelector != nil {
@@ -225,14 +322,14 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 		break
 	}
 	if every {
-		candidates = make([]int32, len(l.objects))
+		candidates = make([]int32, l.len())
 		for i := range candidates {
 			candidates[i] = int32(i)
 		}
 	}
 	var items []runtime.Object
 	for _, pos := range candidates {
-		obj := l.objects[pos]
+		obj := l.object(pos)
 		if o.Namespace != "" && obj.GetNamespace() != o.Namespace {
 			continue
 		}
@@ -250,14 +347,14 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 // matchesFields checks the field requirements against the indexes taken when the object was
 // listed (it may be held as a projection, without the fields the indexes read).
 func (l *listed) matchesFields(pos int32, reqs []fields.Requirement) bool {
-	obj := l.objects[pos]
+	key := l.key(pos)
 	for _, req := range reqs {
 		var has bool
 		switch req.Field {
 		case "metadata.name":
-			has = obj.GetName() == req.Value
+			has = key.Name == req.Value
 		case "metadata.namespace":
-			has = obj.GetNamespace() == req.Value
+			has = key.Namespace == req.Value
 		default:
 			has = slices.Contains(l.indexes[req.Field][req.Value], pos)
 		}

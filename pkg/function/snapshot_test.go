@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,7 +55,7 @@ func TestNamespacedListWithItsOwnPageSize(t *testing.T) {
 	require.Len(t, lists, 1, "one page: the list's own page size wins over the runtime's")
 	assert.Equal(t, int64(1000), lists[0].Limit)
 	assert.Equal(t, "seeds", lists[0].Namespace)
-	assert.Len(t, held.objects, 3)
+	assert.Equal(t, 3, held.len())
 
 	snap := &snapshot{live: c, scheme: scheme.Gardener, related: map[schema.GroupKind]*listed{leaseKind.GroupKind(): held}}
 	ctx := context.Background()
@@ -71,4 +72,49 @@ func TestNamespacedListWithItsOwnPageSize(t *testing.T) {
 	require.NoError(t, snap.List(ctx, everywhere))
 	assert.Len(t, everywhere.Items, 4, "a list beyond the namespace reads the API server")
 	assert.Equal(t, 2, live)
+}
+
+// A KeysOnly list holds each object's key and its indexes, nothing else: reads by key, namespace
+// and index answer metadata with the key alone, and reads that would need more are refused.
+func TestKeysOnlyListHoldsKeysAndIndexes(t *testing.T) {
+	lease := func(ns, name, holder string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"a": "b"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	}
+	holder := func(obj client.Object) []string { return []string{*obj.(*coordinationv1.Lease).Spec.HolderIdentity} }
+	l := List{Kind: leaseKind, KeysOnly: true, Annotations: []string{"keep"}, Indexes: map[string]IndexFunc{"spec.holderIdentity": holder}}
+	held := newListed(l, 0)
+	annotated := lease("y", "b", "h2")
+	annotated.Annotations = map[string]string{"keep": "yes", "drop": "no"}
+	for _, obj := range []client.Object{lease("x", "a", "h1"), annotated, lease("x", "c", "h1")} {
+		held.add(obj)
+	}
+	assert.Nil(t, held.objects, "no objects held")
+	assert.Equal(t, []Key{{Namespace: "x", Name: "a"}, {Namespace: "y", Name: "b"}, {Namespace: "x", Name: "c"}}, held.keys(), "the server's order")
+
+	snap := &snapshot{live: fake.NewClientBuilder().WithScheme(scheme.Gardener).Build(), scheme: scheme.Gardener, related: map[schema.GroupKind]*listed{leaseKind.GroupKind(): held}}
+	ctx := context.Background()
+	got := &metav1.PartialObjectMetadata{}
+	got.SetGroupVersionKind(leaseKind.GroupVersionKind)
+	require.NoError(t, snap.Get(ctx, client.ObjectKey{Namespace: "y", Name: "b"}, got))
+	assert.Equal(t, "b", got.Name)
+	assert.Empty(t, got.Labels, "only the key is held")
+	assert.Equal(t, map[string]string{"keep": "yes"}, got.Annotations, "and the declared annotations")
+	for _, key := range held.keys() {
+		assert.NoError(t, snap.Get(ctx, key, got), "found by key")
+		assert.Equal(t, key, client.ObjectKeyFromObject(got))
+	}
+	assert.True(t, apierrors.IsNotFound(snap.Get(ctx, client.ObjectKey{Namespace: "x", Name: "b"}, got)), "a key not listed")
+	require.Error(t, snap.Get(ctx, client.ObjectKey{Namespace: "y", Name: "b"}, &coordinationv1.Lease{}), "not readable in full")
+
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(leaseKind.GroupVersion().WithKind("LeaseList"))
+	require.NoError(t, snap.List(ctx, list, client.MatchingFields{"spec.holderIdentity": "h1"}))
+	assert.Len(t, list.Items, 2)
+	require.NoError(t, snap.List(ctx, list, client.InNamespace("y")))
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "b", list.Items[0].Name)
+	assert.Equal(t, "Lease", list.Items[0].Kind)
+	assert.ErrorContains(t, snap.List(ctx, list, client.MatchingLabels{"a": "b"}), "holds only its keys")
+	assert.Error(t, snap.List(ctx, &coordinationv1.LeaseList{}), "not listable in full")
 }

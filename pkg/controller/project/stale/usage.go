@@ -4,6 +4,7 @@ import (
 	"context"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +21,6 @@ import (
 // namespace's credentials or quotas), so they are answered only by the sweep's snapshot: Related
 // declares them on its lists, and the reconciler never asks them of the API server.
 const (
-	// IndexNamespace is the object's namespace (Shoots, BackupEntries).
-	IndexNamespace = "snapshot.namespace"
 	// IndexSecretBindingUse is "<namespace>/<spec.secretBindingName>" of a Shoot.
 	IndexSecretBindingUse = "snapshot.secretBindingUse"
 	// IndexCredentialsBindingUse is "<namespace>/<spec.credentialsBindingName>" of a Shoot.
@@ -35,22 +34,20 @@ const (
 
 // Related are the lists the stale sweep reads once per run, whatever the number of Projects:
 // Namespaces (for the skip annotation) and what can keep a Project in use. Only Shoots and the
-// bindings are listed in full, because the decision needs their specs; Secrets and Quotas are not
+// bindings are listed in full, because the indexes need their specs; Secrets and Quotas are not
 // listed at all (see InUseBy).
-// Each list keeps only what the decisions read (Project): the indexes are taken from the whole
-// objects, then the snapshot holds their names, the Namespaces' annotations and the
+// Each list holds only what the decisions read, once the indexes are taken from the whole
+// objects: the keys of Namespaces, Shoots, BackupEntries and SecretBindings (the decisions ask
+// only whether they exist), the Namespaces' skip annotation beside them, and the
 // CredentialsBindings' credentials reference.
 var Related = []function.List{
-	{Kind: kinds.Namespace, MetadataOnly: true, Project: keepAnnotations},
-	{Kind: kinds.Shoot, Project: keepShootName, Indexes: map[string]function.IndexFunc{
-		IndexNamespace:             namespaceOf,
+	{Kind: kinds.Namespace, MetadataOnly: true, KeysOnly: true, Annotations: []string{v1beta1constants.ProjectSkipStaleCheck}},
+	{Kind: kinds.Shoot, KeysOnly: true, Indexes: map[string]function.IndexFunc{
 		IndexSecretBindingUse:      secretBindingUse,
 		IndexCredentialsBindingUse: credentialsBindingUse,
 	}},
-	{Kind: kinds.BackupEntry, MetadataOnly: true, Project: keepName, Indexes: map[string]function.IndexFunc{
-		IndexNamespace: namespaceOf,
-	}},
-	{Kind: kinds.SecretBinding, Project: keepSecretBindingName, Indexes: map[string]function.IndexFunc{
+	{Kind: kinds.BackupEntry, MetadataOnly: true, KeysOnly: true},
+	{Kind: kinds.SecretBinding, KeysOnly: true, Indexes: map[string]function.IndexFunc{
 		IndexCredentialsNamespace: secretBindingCredentialsNamespace,
 		IndexQuotaNamespace:       secretBindingQuotaNamespaces,
 	}},
@@ -60,33 +57,10 @@ var Related = []function.List{
 	}},
 }
 
-func nameOf(obj client.Object) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
-}
-
-func keepName(obj client.Object) client.Object {
-	return &metav1.PartialObjectMetadata{TypeMeta: obj.(*metav1.PartialObjectMetadata).TypeMeta, ObjectMeta: nameOf(obj)}
-}
-
-func keepAnnotations(obj client.Object) client.Object {
-	kept := keepName(obj).(*metav1.PartialObjectMetadata)
-	kept.Annotations = obj.GetAnnotations()
-	return kept
-}
-
-func keepShootName(obj client.Object) client.Object {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"}, ObjectMeta: nameOf(obj)}
-}
-
-func keepSecretBindingName(obj client.Object) client.Object {
-	return &gardencorev1beta1.SecretBinding{ObjectMeta: nameOf(obj)}
-}
-
 func keepCredentialsRef(obj client.Object) client.Object {
-	return &securityv1alpha1.CredentialsBinding{ObjectMeta: nameOf(obj), CredentialsRef: obj.(*securityv1alpha1.CredentialsBinding).CredentialsRef}
+	return &securityv1alpha1.CredentialsBinding{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		CredentialsRef: obj.(*securityv1alpha1.CredentialsBinding).CredentialsRef}
 }
-
-func namespaceOf(obj client.Object) []string { return []string{obj.GetNamespace()} }
 
 func bindingUse(namespace, binding string) []string {
 	if binding == "" {
@@ -184,7 +158,7 @@ func InUseBy(ctx context.Context, reader client.Reader, namespace string) (strin
 	}{{"Shoots", kinds.Shoot}, {"BackupEntries", kinds.BackupEntry}} {
 		objects := &metav1.PartialObjectMetadataList{}
 		objects.SetGroupVersionKind(kind.list.GroupVersion().WithKind(kind.list.Kind + "List"))
-		if err := reader.List(ctx, objects, client.MatchingFields{IndexNamespace: namespace}); err != nil || len(objects.Items) > 0 {
+		if err := reader.List(ctx, objects, client.InNamespace(namespace)); err != nil || len(objects.Items) > 0 {
 			return kind.resource, err
 		}
 	}
@@ -212,7 +186,8 @@ func InUseBy(ctx context.Context, reader client.Reader, namespace string) (strin
 // usedSecretBinding says whether a Shoot uses one of the SecretBindings whose index has the
 // namespace.
 func usedSecretBinding(ctx context.Context, reader client.Reader, index, namespace string) (bool, error) {
-	bindings := &gardencorev1beta1.SecretBindingList{}
+	bindings := &metav1.PartialObjectMetadataList{}
+	bindings.SetGroupVersionKind(gardencorev1beta1.SchemeGroupVersion.WithKind("SecretBindingList"))
 	if err := reader.List(ctx, bindings, client.MatchingFields{index: namespace}); err != nil {
 		return false, err
 	}

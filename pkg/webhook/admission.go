@@ -14,6 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Admission serves an admission handler: controller-runtime decodes the AdmissionReview
@@ -55,53 +56,62 @@ func countOutcomes(name string, handler admission.Handler) admission.Handler {
 	})
 }
 
-// Decode decodes the request's object (or, for DELETE, the old object) into obj.
-func Decode(req admission.Request, obj runtime.Object) error {
+// Decoded is what Patch needs to know of a request's object as Decode decoded it: whether the
+// request held members the type lacks (a kube-apiserver newer than our k8s.io/api, or a
+// member's name in another case) or drops (nulls), and only then a copy of the object before
+// the mutation.
+type Decoded struct {
+	original runtime.Object
+}
+
+// Decode decodes the request's object (or, for DELETE, the old object) into obj,
+// case-sensitively, as the kube-apiserver and controller-runtime's decoder do. It notes the
+// members obj's type lacks in the same pass, so that a request without any (nearly all) costs
+// Patch no second look at them.
+func Decode(req admission.Request, obj runtime.Object) (Decoded, error) {
 	raw := req.Object.Raw
 	if req.Operation == admissionv1.Delete {
 		raw = req.OldObject.Raw
 	}
-	return json.Unmarshal(raw, obj)
+	unknown, err := sigsjson.UnmarshalStrict(raw, obj, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return Decoded{}, err
+	}
+	// A null is a member the typed encoding omits, so Patch keeps it as it keeps an unknown
+	// one. The kube-apiserver sends none; a request that has one takes the exact path.
+	if len(unknown) == 0 && !bytes.Contains(raw, []byte("null")) {
+		return Decoded{}, nil
+	}
+	return Decoded{original: obj.DeepCopyObject()}, nil
 }
 
 // Patch answers with the JSON patch from the request's object to mutated (no patch when
 // nothing changed). mutated is a pointer to the typed object the request's object was decoded
-// into and then mutated.
+// into (decoded says how) and then mutated.
 //
-// The request's object may carry fields that mutated's type does not know (a kube-apiserver
-// newer than our k8s.io/api): the typed decode drops them, and a plain diff from the request's
-// object to the re-encoded typed object would remove them. Patch keeps them: the patch changes
-// only what the mutation changed (see keepUnknownFields).
-func Patch(req admission.Request, mutated any) admission.Response {
-	return PatchFrom(req, nil, mutated)
-}
-
-// PatchFrom is Patch for a caller that kept the object as decoded, before the mutation
-// (original, of mutated's type): the check for unknown fields then encodes it instead of
-// decoding the request's object once more.
-func PatchFrom(req admission.Request, original, mutated any) admission.Response {
+// The request's object may carry members that mutated's type does not know: the typed decode
+// drops them, and a plain diff from the request's object to the re-encoded typed object would
+// remove them. Patch keeps them: the patch changes only what the mutation changed (see
+// keepUnknownFields).
+func Patch(req admission.Request, decoded Decoded, mutated any) admission.Response {
 	after, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, after)
-	// Only a removal can drop a field the types do not know: the diff is then redone with
-	// those fields put back. Most requests (types as new as the API server) stop here.
-	if !resp.Allowed || !slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool { return op.Operation == "remove" }) {
+	resp := patchResponse(req.Object.Raw, after)
+	// Only a removal can drop a member the types do not know: the diff is then redone with
+	// those members put back. Most requests (types as new as the API server) stop here.
+	if decoded.original == nil || !resp.Allowed || !slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool { return op.Operation == "remove" }) {
 		return resp
 	}
-	// An unstructured object knows every field: its removals are the mutation's.
-	if _, ok := mutated.(runtime.Unstructured); ok {
-		return resp
-	}
-	kept, err := keepUnknownFields(req.Object.Raw, original, mutated, after)
+	kept, err := keepUnknownFields(req.Object.Raw, decoded.original, after)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if bytes.Equal(kept, after) {
-		return resp // nothing was unknown: the first diff stands
+		return resp // nothing unknown was removed: the first diff stands
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, kept)
+	return patchResponse(req.Object.Raw, kept)
 }
 
 // MutatorFunc mutates a decoded object of type T in place, or returns an error that is
@@ -113,13 +123,13 @@ type MutatorFunc[T runtime.Object] func(ctx context.Context, req admission.Reque
 func Mutator[T runtime.Object](newObj func() T, mutate MutatorFunc[T]) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		obj := newObj()
-		if err := Decode(req, obj); err != nil {
+		decoded, err := Decode(req, obj)
+		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		original := obj.DeepCopyObject()
 		if err := mutate(ctx, req, obj); err != nil {
 			return admission.Errored(http.StatusUnprocessableEntity, err)
 		}
-		return PatchFrom(req, original, obj)
+		return Patch(req, decoded, obj)
 	})
 }

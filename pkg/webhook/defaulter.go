@@ -56,7 +56,9 @@ func Defaulter[T runtime.Object](decoder admission.Decoder, newObj func() T, def
 		if reflect.DeepEqual(original, runtime.Object(obj)) {
 			return admission.Allowed("")
 		}
-		return PatchFrom(req, original, obj)
+		// controller-runtime's decoder does not say whether the request held members T lacks:
+		// Patch checks, if the patch removes anything.
+		return Patch(req, Decoded{original: original}, obj)
 	})
 }
 

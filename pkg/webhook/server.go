@@ -96,10 +96,10 @@ func (m *serverMetrics) instrument(name string, next http.Handler, log *slog.Log
 	})
 }
 
-// Serve serves the webhooks at their paths, with /healthz, /readyz and /metrics, until ctx
-// ends; then it fails readiness and lets in-flight requests finish.
-func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prometheus.Registry, log *slog.Logger) error {
-	metrics := newServerMetrics(reg)
+// routes are what Serve serves: every webhook at its paths, counted, timed and time-bounded,
+// and in the multi-tenant mode every other path through the tenant router; names say which
+// webhook is where, for the log.
+func routes(opts ServeOptions, webhooks []Webhook, metrics *serverMetrics, log *slog.Logger) (*http.ServeMux, []string) {
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(webhooks))
 	byPath := map[string]routedWebhook{}
@@ -111,28 +111,35 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 		}
 		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
 	}
-	if opts.ClientCAFile != "" && (opts.Tenants == nil || opts.CertFile == "") {
-		return fmt.Errorf("client certificate authentication (CLIENT_CA_FILE) needs the multi-tenant mode and TLS (TLS_CERT_FILE, TLS_KEY_FILE)")
-	}
-	var clientCAs *x509.CertPool
 	if opts.Tenants != nil {
 		router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, prefix: opts.TenantPrefix, authenticate: opts.ClientCAFile != "", metrics: metrics, log: log}
 		if router.prefix == "" {
 			router.prefix = tenant.DefaultPrefix
 		}
-		if opts.ClientCAFile != "" {
-			pem, err := os.ReadFile(opts.ClientCAFile)
-			if err != nil {
-				return fmt.Errorf("reading client CA: %w", err)
-			}
-			clientCAs = x509.NewCertPool()
-			if !clientCAs.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("client CA %s holds no PEM certificate", opts.ClientCAFile)
-			}
-		}
 		// Every path that is not a webhook's, /healthz, /readyz or /metrics may be a tenant's.
 		mux.Handle("/", router)
 		names = append(names, "tenants=/"+router.prefix+"*/<path>")
+	}
+	return mux, names
+}
+
+// Serve serves the webhooks at their paths, with /healthz, /readyz and /metrics, until ctx
+// ends; then it fails readiness and lets in-flight requests finish.
+func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prometheus.Registry, log *slog.Logger) error {
+	if opts.ClientCAFile != "" && (opts.Tenants == nil || opts.CertFile == "") {
+		return fmt.Errorf("client certificate authentication (CLIENT_CA_FILE) needs the multi-tenant mode and TLS (TLS_CERT_FILE, TLS_KEY_FILE)")
+	}
+	mux, names := routes(opts, webhooks, newServerMetrics(reg), log)
+	var clientCAs *x509.CertPool
+	if opts.ClientCAFile != "" {
+		pem, err := os.ReadFile(opts.ClientCAFile)
+		if err != nil {
+			return fmt.Errorf("reading client CA: %w", err)
+		}
+		clientCAs = x509.NewCertPool()
+		if !clientCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("client CA %s holds no PEM certificate", opts.ClientCAFile)
+		}
 	}
 	var tlsConfig *tls.Config
 	if opts.CertFile != "" || opts.KeyFile != "" {

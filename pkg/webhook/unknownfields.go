@@ -8,10 +8,10 @@ import (
 	"slices"
 )
 
-// keepUnknownFields returns after (the mutated typed object, encoded) with the fields of raw
-// (the request's object) put back that typedObj's type does not know: a three-way merge of raw,
-// before (raw decoded into that type and encoded again: what the typed decode saw; original is
-// that decoded object when the caller kept it, nil to decode raw anew) and after.
+// keepUnknownFields returns after (the mutated typed object, encoded) with the members of raw
+// (the request's object) put back that the typed object's type does not know: a three-way merge
+// of raw, before (original, the object as decoded before the mutation, encoded again: what the
+// typed decode saw) and after.
 // A member of raw that before lacks was not seen by the typed decode, so the mutation cannot
 // have meant to remove it; it stays where it was, unless the mutation removed or replaced the
 // object that holds it.
@@ -20,25 +20,14 @@ import (
 // and append others (high-availability-config replaces a template's spread constraints on
 // the hostname and zone keys), and an element's unknown fields must follow the element, never
 // land on whatever now sits at its index. See matchElements.
-func keepUnknownFields(raw []byte, original, typedObj any, after []byte) ([]byte, error) {
-	if original == nil {
-		t := reflect.TypeOf(typedObj)
-		if t == nil || t.Kind() != reflect.Pointer {
-			return nil, fmt.Errorf("keeping unknown fields: %T is not a pointer to a typed object", typedObj)
-		}
-		fresh := reflect.New(t.Elem()).Interface()
-		if err := json.Unmarshal(raw, fresh); err != nil {
-			return nil, fmt.Errorf("keeping unknown fields: decoding the request's object: %w", err)
-		}
-		original = fresh
-	}
+func keepUnknownFields(raw []byte, original any, after []byte) ([]byte, error) {
 	before, err := json.Marshal(original)
 	if err != nil {
 		return nil, err
 	}
-	// The kube-apiserver encodes the object from a type: when ours encodes the decoded object to
-	// the very same bytes, the request holds no field our type lacks (the common case, a
-	// kube-apiserver of our types' version), and there is nothing to put back.
+	// Where the decoder could not tell whether the request held members the type lacks (the
+	// Defaulter's): the kube-apiserver encodes the object from a type, so when ours encodes
+	// the decoded object to the very same bytes, there is nothing to put back.
 	if bytes.Equal(bytes.TrimSpace(raw), before) {
 		return after, nil
 	}

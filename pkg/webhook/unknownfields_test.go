@@ -22,6 +22,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
@@ -95,9 +96,10 @@ func mutate(t *testing.T, raw string, change func(*corev1.Pod)) admission.Respon
 	t.Helper()
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(raw)}}}
 	pod := &corev1.Pod{}
-	require.NoError(t, webhook.Decode(req, pod))
+	decoded, err := webhook.Decode(req, pod)
+	require.NoError(t, err)
 	change(pod)
-	resp := webhook.Patch(req, pod)
+	resp := webhook.Patch(req, decoded, pod)
 	require.True(t, resp.Allowed, "%+v", resp.Result)
 	return resp
 }
@@ -366,11 +368,12 @@ func BenchmarkPatch(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				pod := &corev1.Pod{}
-				if err := webhook.Decode(req, pod); err != nil {
+				decoded, err := webhook.Decode(req, pod)
+				if err != nil {
 					b.Fatal(err)
 				}
 				pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "B", Value: "2"})
-				if resp := webhook.Patch(req, pod); !resp.Allowed {
+				if resp := webhook.Patch(req, decoded, pod); !resp.Allowed {
 					b.Fatal(resp.Result)
 				}
 			}
@@ -388,7 +391,8 @@ func FuzzPatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}}
 		pod := &corev1.Pod{}
-		if webhook.Decode(req, pod) != nil {
+		decoded, err := webhook.Decode(req, pod)
+		if err != nil {
 			return
 		}
 		var asObject map[string]any
@@ -406,7 +410,7 @@ func FuzzPatch(f *testing.F) {
 			pod.Labels = map[string]string{}
 		}
 		pod.Labels["mutated"] = "true"
-		resp := webhook.Patch(req, pod)
+		resp := webhook.Patch(req, decoded, pod)
 		if !resp.Allowed {
 			t.Fatalf("not allowed: %+v", resp.Result)
 		}
@@ -420,7 +424,7 @@ func FuzzPatch(f *testing.F) {
 			require.NoError(t, err, "the patch applies to the object as sent")
 		}
 		got := &corev1.Pod{}
-		require.NoError(t, json.Unmarshal(out, got))
+		require.NoError(t, sigsjson.UnmarshalCaseSensitivePreserveInts(out, got), "decoded as the kube-apiserver decodes")
 		assert.Equal(t, mustMarshal(t, pod), mustMarshal(t, got))
 	})
 }

@@ -44,7 +44,7 @@ var Webhook = webhook.Constructor{
 func Handler() admission.Handler {
 	return admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		slice := &discoveryv1.EndpointSlice{}
-		if err := webhook.Decode(req, slice); err != nil {
+		if _, err := webhook.Decode(req, slice); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		var ops []jsonpatch.JsonPatchOperation

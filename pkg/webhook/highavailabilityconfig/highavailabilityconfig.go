@@ -153,7 +153,8 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	default:
 		return admission.Allowed("not a Deployment, StatefulSet or HorizontalPodAutoscaler")
 	}
-	if err := webhook.Decode(req, obj); err != nil {
+	decoded, err := webhook.Decode(req, obj)
+	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	p, err := h.policy(ctx, req.Namespace)
@@ -166,7 +167,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return webhook.Patch(req, obj)
+	return webhook.Patch(req, decoded, obj)
 }
 
 // invalidError is a problem of the admitted object itself: it is denied, not errored.

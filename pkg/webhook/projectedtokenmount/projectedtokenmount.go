@@ -107,7 +107,8 @@ func NewHandler(target client.Reader, expirationSeconds int64, clk clock.Passive
 			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Result: &metav1.Status{Code: http.StatusOK}}}
 		}
 		pod := &corev1.Pod{}
-		if err := webhook.Decode(req, pod); err != nil {
+		decoded, err := webhook.Decode(req, pod)
+		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		mounted, err := mountIfWanted(ctx, automount, req.Namespace, pod, expirationSeconds)
@@ -121,7 +122,7 @@ func NewHandler(target client.Reader, expirationSeconds int64, clk clock.Passive
 		if !mounted {
 			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
 		}
-		return webhook.Patch(req, pod)
+		return webhook.Patch(req, decoded, pod)
 	}), nil
 }
 

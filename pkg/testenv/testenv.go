@@ -222,11 +222,14 @@ func (e *Env) CountingClient(impersonate ...string) (client.Client, *kube.Reques
 const FunctionUserAgent = "gardener-knative-function"
 
 // FunctionClient is CountingClient for a function served as user (its ServiceAccount), with the
-// FunctionUserAgent.
-func (e *Env) FunctionClient(user string) (client.Client, *kube.RequestCounter, error) {
+// FunctionUserAgent; configure may change its rest.Config (e.g. put APIFaults in its transport).
+func (e *Env) FunctionClient(user string, configure ...func(*rest.Config)) (client.Client, *kube.RequestCounter, error) {
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cfg.UserAgent = FunctionUserAgent
+	for _, c := range configure {
+		c(cfg)
+	}
 	return countingClient(cfg)
 }
 

@@ -74,6 +74,7 @@ type settings struct {
 	now        time.Time
 	target     *testenv.Env
 	tenants    bool
+	configure  []func(*rest.Config)
 }
 
 // WithConfig serves the function with this configuration instead of LoadConfig's.
@@ -101,6 +102,12 @@ func WithTarget(env *testenv.Env) Option { return func(s *settings) { s.target =
 // TargetCounter counts its requests to every tenant.
 func WithTenants() Option { return func(s *settings) { s.tenants = true } }
 
+// WithRESTConfig changes the rest.Config of the function's client of env (AsFunction), e.g. to
+// put testenv.APIFaults between the function and the kube-apiserver.
+func WithRESTConfig(configure func(*rest.Config)) Option {
+	return func(s *settings) { s.configure = append(s.configure, configure) }
+}
+
 // New serves fn against env until the test ends.
 func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Option) *Harness {
 	t.Helper()
@@ -120,8 +127,9 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 	)
 	if s.asFunction {
 		ApplyRBAC(t, env, fn)
-		c, counter, err = env.FunctionClient(configgen.ServiceAccountName(fn))
+		c, counter, err = env.FunctionClient(configgen.ServiceAccountName(fn), s.configure...)
 	} else {
+		require.Empty(t, s.configure, "WithRESTConfig needs AsFunction")
 		c, counter, err = env.CountingClient()
 	}
 	require.NoError(t, err)

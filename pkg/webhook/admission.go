@@ -104,6 +104,10 @@ func Patch(req admission.Request, decoded Decoded, mutated any) admission.Respon
 	if decoded.original == nil || !resp.Allowed || !slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool { return op.Operation == "remove" }) {
 		return resp
 	}
+	// An unstructured object knows every member: its removals are the mutation's.
+	if _, ok := mutated.(runtime.Unstructured); ok {
+		return resp
+	}
 	kept, err := keepUnknownFields(req.Object.Raw, decoded.original, after)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)

@@ -9,7 +9,7 @@ ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 # .cache/bin/ (test/deploy resolves config/ with it); such a line stops when it cannot be built.
 KO = ko=$$(hack/ko.sh); export KO_BIN=$$ko;
 
-.PHONY: run test build generate bench coldstart webhookload fuzz envtest-assets ko
+.PHONY: run test build generate bench coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
 
 ## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
 run:
@@ -54,6 +54,19 @@ fuzz:
 
 envtest-assets:
 	hack/envtest-assets.sh
+
+## e2e-cluster: a one-node cluster with Knative Serving and Eventing built from source, `ko apply
+## -f config/` onto it, the end-to-end suite on real pods (test/cluster), teardown (root; docs/cluster.md)
+e2e-cluster:
+	hack/e2e-cluster.sh
+
+## cluster-up, cluster-deploy, cluster-down: the same cluster by hand (`hack/cluster.sh env` prints its KUBECONFIG)
+cluster-up:
+	hack/cluster.sh up
+cluster-deploy:
+	hack/cluster.sh deploy
+cluster-down:
+	hack/cluster.sh down
 
 ## ko: build the pinned ko into .cache/bin/ (once per version) and print its path
 ko:

@@ -74,20 +74,7 @@ func run(dir string, withSamples bool) error {
 			return f
 		},
 		SourceLogger: sourceLog,
-		// Projects created now are younger than Gardener's minimum lifetime (30 days): without
-		// this, the stale sweep could show none of its rules on the samples.
-		Env: map[string][]string{
-			"project":                {"PROJECT_MINIMUM_LIFETIME_DAYS=0"},
-			"event":                  {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
-			"garbagecollector":       {"GARBAGE_COLLECTOR_ENABLED=true"},
-			"managedresource":        {"GARBAGE_COLLECTOR_ENABLED=true"},
-			"tokenrequestor":         {"TOKEN_REQUESTOR_ENABLED=true"},
-			"tokeninvalidator":       {"TOKEN_INVALIDATOR_ENABLED=true"},
-			"node":                   {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
-			"csrapprover":            {"CSR_APPROVER_ENABLED=true"},
-			"networkpolicy":          {"NETWORK_POLICY_ENABLED=true"},
-			"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
-		},
+		Env:          landscape.Settings,
 	})
 	if err != nil {
 		return err

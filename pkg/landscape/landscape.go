@@ -51,6 +51,24 @@ type Options struct {
 	SourceLogger *zap.SugaredLogger
 }
 
+// Settings are the functions' settings (KEY=value) in a demonstration landscape, `make run`'s and
+// the one-node cluster's (hack/clusterprep makes them the functions' <name>-settings ConfigMaps):
+// the features Gardener leaves off by default are on, so that every function shows its work.
+var Settings = map[string][]string{
+	// Projects created now are younger than Gardener's minimum lifetime (30 days): without this,
+	// the stale sweep could show none of its rules on the samples.
+	"project":                {"PROJECT_MINIMUM_LIFETIME_DAYS=0"},
+	"event":                  {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
+	"garbagecollector":       {"GARBAGE_COLLECTOR_ENABLED=true"},
+	"managedresource":        {"GARBAGE_COLLECTOR_ENABLED=true"},
+	"tokenrequestor":         {"TOKEN_REQUESTOR_ENABLED=true"},
+	"tokeninvalidator":       {"TOKEN_INVALIDATOR_ENABLED=true"},
+	"node":                   {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
+	"csrapprover":            {"CSR_APPROVER_ENABLED=true"},
+	"networkpolicy":          {"NETWORK_POLICY_ENABLED=true"},
+	"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
+}
+
 // SeedName is the seed the second control plane stands for: functions that work on a Target
 // cluster get it as SEED_NAME (Options.Env may override it).
 const SeedName = "local-seed"

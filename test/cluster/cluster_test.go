@@ -1,0 +1,266 @@
+// Package cluster_test drives gardener-knative as deployed by `ko apply -f config/` onto the
+// one-node cluster of hack/cluster.sh: Knative Serving and Eventing built from source, every
+// function and webhook a Knative Service on real pods, fed by Knative's own adapter pods through
+// a real Broker, called by a real kube-apiserver (docs/cluster.md).
+//
+//	make e2e-cluster      # up, deploy, this suite, down
+//
+// It needs the cluster's KUBECONFIG and CLUSTER_DIR (hack/cluster.sh env) and skips without them,
+// so that `go test ./...` stays a machine-independent run.
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+// namespace is where config/ deploys everything.
+const namespace = "gardener-knative"
+
+var c client.Client
+
+func TestMain(m *testing.M) {
+	kubeconfig, dir := os.Getenv("KUBECONFIG"), os.Getenv("CLUSTER_DIR")
+	if kubeconfig == "" || dir == "" {
+		fmt.Println("test/cluster: skipped, no cluster (make e2e-cluster runs it on hack/cluster.sh's)")
+		os.Exit(0)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err = client.New(cfg, client.Options{Scheme: scheme.Gardener})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// ready reads an object's Ready condition ("" when it has none yet) and its message.
+func ready(t *testing.T, gvk schema.GroupVersionKind, key client.ObjectKey) (string, string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.Get(context.Background(), key, u); err != nil {
+		return "", err.Error()
+	}
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, cond := range conditions {
+		m, _ := cond.(map[string]any)
+		if m["type"] == "Ready" {
+			msg, _ := m["message"].(string)
+			return fmt.Sprint(m["status"]), msg
+		}
+	}
+	return "", "no Ready condition"
+}
+
+// eventually polls f every 250 ms until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < timeout {
+		if err = f(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	return 0
+}
+
+var ksvcGVK = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}
+
+// Every object config/ deploys for the functions is accepted and reconciled by real Knative: each
+// function's Knative Service, the Broker, the shared sources, each Trigger and PingSource; the
+// webhooks' Services too, and kube-apiserver took their registrations.
+func TestDeployedAndReady(t *testing.T) {
+	objects, err := sources.Objects(functions.All)
+	require.NoError(t, err)
+	type item struct {
+		gvk schema.GroupVersionKind
+		key client.ObjectKey
+	}
+	var items []item
+	for _, fn := range functions.All {
+		items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: namespace, Name: fn.Name}})
+	}
+	for _, name := range []string{"grm-webhooks", "grm-webhooks-best-effort", "grm-node-agent-authorizer", "dead-letter"} {
+		items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: namespace, Name: name}})
+	}
+	for _, o := range objects {
+		// Knative's kinds report Ready; the ServiceAccounts and RBAC beside them have no status.
+		if gvk := o.GetObjectKind().GroupVersionKind(); strings.HasSuffix(gvk.Group, "knative.dev") {
+			items = append(items, item{gvk, client.ObjectKeyFromObject(o)})
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	var notReady []string
+	for time.Now().Before(deadline) {
+		notReady = nil
+		for _, it := range items {
+			if status, msg := ready(t, it.gvk, it.key); status != "True" {
+				notReady = append(notReady, fmt.Sprintf("%s %s: %s %s", it.gvk.Kind, it.key.Name, status, msg))
+			}
+		}
+		if len(notReady) == 0 {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	sort.Strings(notReady)
+	require.Empty(t, notReady, "not Ready after 5 minutes:\n%s", strings.Join(notReady, "\n"))
+	t.Logf("%d objects Ready: %d function Services, the webhook and dead-letter Services, and the event plumbing", len(items), len(functions.All))
+}
+
+// podsOf counts a Knative Service's pods that are not terminating.
+func podsOf(t *testing.T, service string) int {
+	t.Helper()
+	pods := &corev1.PodList{}
+	require.NoError(t, c.List(context.Background(), pods, client.InNamespace(namespace),
+		client.MatchingLabels{"serving.knative.dev/service": service}))
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// waitForZero waits until a Service has scaled to zero pods.
+func waitForZero(t *testing.T, service string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, service+" at zero pods", func() error {
+		if n := podsOf(t, service); n > 0 {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+}
+
+// ignoreNotFound turns a Get's NotFound into the error that keeps eventually polling.
+func exists(obj client.Object) error {
+	err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s not found yet", obj.GetName())
+	}
+	return err
+}
+
+// project creates a Project that names its namespace; the project function creates it.
+func project(t *testing.T, name string) *corev1.Namespace {
+	t.Helper()
+	p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	p.Spec.Namespace = ptr.To("garden-" + name)
+	owner := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "owner@example.com"}
+	p.Spec.Owner = &owner
+	p.Spec.Members = []gardencorev1beta1.ProjectMember{{Subject: owner, Role: gardencorev1beta1.ProjectMemberAdmin, Roles: []string{gardencorev1beta1.ProjectMemberOwner}}}
+	require.NoError(t, c.Create(context.Background(), p))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-" + name}}
+}
+
+// eventToWrite creates a Project and times until the project function has written its namespace:
+// ApiServerSource adapter pod, Broker, Trigger filter, (activator and a new pod when at zero),
+// the function's GET and CREATE.
+func eventToWrite(t *testing.T, name string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ns := project(t, name)
+	eventually(t, 2*time.Minute, "namespace of project "+name, func() error { return exists(ns) })
+	return time.Since(start)
+}
+
+// An event reaches a function that is at zero pods: Knative wakes one and the function writes.
+func TestEventFromZero(t *testing.T) {
+	runs := envInt("COLD_RUNS", 3)
+	var took []time.Duration
+	for i := range runs {
+		waitForZero(t, "project", 3*time.Minute)
+		took = append(took, eventToWrite(t, fmt.Sprintf("cold-%d-%d", time.Now().Unix()%100000, i)))
+	}
+	t.Logf("event to the function's write, from zero pods, %d runs: %s", runs, summary(took))
+}
+
+// Steady state: the function is warm; object change to the function's write.
+func TestEventSteadyState(t *testing.T) {
+	runs := envInt("WARM_RUNS", 20)
+	eventToWrite(t, fmt.Sprintf("warmup-%d", time.Now().Unix()%100000))
+	var took []time.Duration
+	for i := range runs {
+		took = append(took, eventToWrite(t, fmt.Sprintf("warm-%d-%d", time.Now().Unix()%100000, i)))
+	}
+	t.Logf("event to the function's write, warm, %d runs: %s", runs, summary(took))
+}
+
+// A PingSource drives a sweep: a Bastion that expires after its create event was handled is
+// deleted by the bastion function's resync sweep (every minute), with no event about it.
+func TestPingSourceSweep(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("garden-sweep-%d", time.Now().Unix()%100000)}}
+	require.NoError(t, c.Create(ctx, ns))
+	t.Cleanup(func() { _ = c.Delete(ctx, ns) })
+	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns.Name}}
+	shoot.Spec.SeedName = ptr.To("local")
+	require.NoError(t, c.Create(ctx, shoot))
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "expires-soon", Namespace: ns.Name}}
+	b.Spec.ShootRef.Name = shoot.Name
+	b.Spec.SeedName = ptr.To("local")
+	require.NoError(t, c.Create(ctx, b))
+	b.Status.ExpirationTimestamp = &metav1.Time{Time: time.Now().Add(15 * time.Second)}
+	require.NoError(t, c.Status().Update(ctx, b))
+	took := eventually(t, 3*time.Minute, "the expired Bastion deleted by a sweep", func() error {
+		if err := exists(b); err == nil {
+			return fmt.Errorf("still there")
+		} else if apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(b), b)) {
+			return nil
+		} else {
+			return err
+		}
+	})
+	t.Logf("Bastion deleted %s after creation (expired after 15 s; the resync PingSource ticks every minute)", took.Round(time.Second))
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// summary is the median, p99 (the largest below 100 runs), min and max of durations.
+func summary(d []time.Duration) string {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	p := func(q float64) time.Duration { return s[int(q*float64(len(s)-1)+0.5)] }
+	return fmt.Sprintf("median %s, p99 %s, min %s, max %s", p(0.5).Round(time.Millisecond),
+		p(0.99).Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+}

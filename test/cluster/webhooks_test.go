@@ -1,0 +1,95 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
+)
+
+// The kube-apiserver calls the webhooks through their registrations in config/, by their
+// cluster-local URLs over TLS (Knative's ingress), on real requests.
+
+// protectedCRD creates a CRD labelled for deletion protection.
+func protectedCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	group := fmt.Sprintf("e%d.cluster.gardener-knative.io", time.Now().UnixNano()%1000000)
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group, Labels: map[string]string{"gardener.cloud/deletion-protected": "true"}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+	require.NoError(t, c.Create(context.Background(), crd))
+	t.Cleanup(func() {
+		crd.Annotations = map[string]string{"confirmation.gardener.cloud/deletion": "true"}
+		_ = c.Update(context.Background(), crd)
+		_ = c.Delete(context.Background(), crd)
+	})
+	return crd
+}
+
+// deleteRefused deletes a protected CRD without confirmation: crd-deletion-protection must refuse.
+func deleteRefused(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	err := c.Delete(context.Background(), crd)
+	require.Error(t, err, "a protected CRD was deleted without confirmation")
+	require.Contains(t, err.Error(), "confirmation.gardener.cloud/deletion")
+}
+
+func TestCRDDeletionProtection(t *testing.T) {
+	ctx := context.Background()
+	crd := protectedCRD(t)
+	deleteRefused(t, crd)
+	crd.Annotations = map[string]string{"confirmation.gardener.cloud/deletion": "true"}
+	require.NoError(t, c.Update(ctx, crd))
+	require.NoError(t, c.Delete(ctx, crd), "a confirmed deletion is allowed")
+}
+
+// A Pod created in a shoot-like namespace is mutated: its ServiceAccount mounts no token, so
+// projected-token-mount adds a projected token volume (a server-side dry run: the kube-apiserver
+// calls mutating webhooks for it, and no pod starts).
+func TestProjectedTokenMount(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot--e2e--m%d", time.Now().Unix()%100000),
+		Labels: map[string]string{"gardener.cloud/role": "shoot"}}}
+	require.NoError(t, c.Create(ctx, ns))
+	t.Cleanup(func() { _ = c.Delete(ctx, ns) })
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-automount", Namespace: ns.Name}, AutomountServiceAccountToken: ptr.To(false)}
+	require.NoError(t, c.Create(ctx, sa))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name},
+		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "127.0.0.1:25000/pause:1"}}},
+	}
+	// The namespace's ServiceAccount cache of the webhook may not know the account yet; the
+	// admission is retried until it does, as a controller would.
+	eventually(t, time.Minute, "pod mutated", func() error {
+		p := pod.DeepCopy()
+		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Name == projectedtokenmount.VolumeName && v.Projected != nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s volume in %v", projectedtokenmount.VolumeName, p.Spec.Volumes)
+	})
+}

@@ -238,12 +238,13 @@ knative_up() {
   apply_retrying "$D/serving.yaml"
   kc apply -f "$net/config-network.yaml" >/dev/null
   # Traefik is the KIngress; scale to zero in seconds so that the suites see it; images by digest.
-  kc -n knative-serving patch configmap config-network --type merge \
-    -p '{"data":{"ingress-class":"traefik.ingress.networking.knative.dev"}}' >/dev/null
-  kc -n knative-serving patch configmap config-autoscaler --type merge \
-    -p '{"data":{"stable-window":"6s","scale-to-zero-grace-period":"6s"}}' >/dev/null
-  kc -n knative-serving patch configmap config-deployment --type merge \
-    -p "{\"data\":{\"registries-skipping-tag-resolving\":\"$REGISTRY\"}}" >/dev/null
+  # Knative's webhook validates these ConfigMaps: retried until it serves.
+  wait_for config-network 120 kc -n knative-serving patch configmap config-network --type merge \
+    -p '{"data":{"ingress-class":"traefik.ingress.networking.knative.dev"}}'
+  wait_for config-autoscaler 120 kc -n knative-serving patch configmap config-autoscaler --type merge \
+    -p '{"data":{"stable-window":"6s","scale-to-zero-grace-period":"6s"}}'
+  wait_for config-deployment 120 kc -n knative-serving patch configmap config-deployment --type merge \
+    -p "{\"data\":{\"registries-skipping-tag-resolving\":\"$REGISTRY\"}}"
   # Two ConfigMaps of eventing's config/core are symlinks into third_party/ in its repository. They
   # name images of IntegrationSource and EventTransform, from outside the machine: their keys stay
   # (the eventing controller reads each), their values are blanked.
@@ -305,8 +306,8 @@ small_requests() {
       kc -n $ns patch "$h" --type merge -p '{"spec":{"minReplicas":1,"maxReplicas":1}}' >/dev/null
     done
   done
-  kc -n knative-serving patch configmap config-deployment --type merge \
-    -p '{"data":{"queue-sidecar-cpu-request":"5m"}}' >/dev/null
+  wait_for config-deployment 120 kc -n knative-serving patch configmap config-deployment --type merge \
+    -p '{"data":{"queue-sidecar-cpu-request":"5m"}}'
 }
 
 # Knative's cluster-local domain over TLS, terminated by Traefik with a certificate for

@@ -43,11 +43,16 @@ func run(dir, docs string, check bool) error {
 		return err
 	}
 	// The scale-to-zero variant derives from config/ itself, so it is made after the sources.
-	variant, err := configgen.ScaleToZero(dir)
-	if err != nil {
-		return err
+	for _, folder := range configgen.ScaleToZeroFolders {
+		variant, err := configgen.ScaleToZero(dir, folder)
+		if err != nil {
+			return err
+		}
+		if err := sync(filepath.Join(dir, configgen.ScaleToZeroDir, folder), variant, check); err != nil {
+			return err
+		}
 	}
-	return sync(filepath.Join(dir, configgen.ScaleToZeroDir), variant, check)
+	return nil
 }
 
 // sync writes files into dir, or with check only reports how dir differs.

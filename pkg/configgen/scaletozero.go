@@ -25,41 +25,44 @@ const (
 	maxWebhookTimeoutSeconds = 30
 )
 
-// ScaleToZero derives the scale-to-zero variant from the manifests in configDir and its shoot/
-// folder: every Knative Service that keeps replicas (min-scale) gets min-scale "0", and every
-// webhook registration gets the longest timeout the API allows, so that a cold start through
-// Knative has a chance to finish inside an admission request. Only changed objects are
-// written; applied after config/ they override it (`ko apply -f config/ -f config/scale-to-zero/`).
-func ScaleToZero(configDir string) ([]File, error) {
+// ScaleToZeroFolders are the folders of config/ that have a scale-to-zero variant, each in the same
+// folder under ScaleToZeroDir: config/ itself (the seed's) and config/shoot/ (the shoots'), kept
+// apart so that `ko apply -f config/scale-to-zero/` never registers a shoot's webhooks in the seed.
+var ScaleToZeroFolders = []string{".", "shoot"}
+
+// ScaleToZero derives the scale-to-zero variant of the manifests in one folder of configDir:
+// every Knative Service that keeps replicas (min-scale) gets min-scale "0", and every webhook
+// registration gets the longest timeout the API allows, so that a cold start through Knative has
+// a chance to finish inside an admission request. Only changed objects are written; applied after
+// config/ they override it (`ko apply -f config/ -f config/scale-to-zero/`).
+func ScaleToZero(configDir, folder string) ([]File, error) {
 	var files []File
-	for _, source := range []struct{ pattern, prefix string }{{"*.yaml", ""}, {"shoot/*.yaml", "shoot-"}} {
-		paths, err := filepath.Glob(filepath.Join(configDir, source.pattern))
+	paths, err := filepath.Glob(filepath.Join(configDir, folder, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		docs, err := scaleToZeroDocuments(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(docs) == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(configDir, path)
 		if err != nil {
 			return nil, err
 		}
-		sort.Strings(paths)
-		for _, path := range paths {
-			docs, err := scaleToZeroDocuments(path)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			if len(docs) == 0 {
-				continue
-			}
-			rel, err := filepath.Rel(configDir, path)
-			if err != nil {
-				return nil, err
-			}
-			var buf bytes.Buffer
-			buf.WriteString(Header + "\n")
-			fmt.Fprintf(&buf, "# From config/%s: the scale-to-zero variant (min-scale 0, webhook timeouts %ds).\n", filepath.ToSlash(rel), maxWebhookTimeoutSeconds)
-			buf.WriteString("# See docs/webhooks.md for the risk; regenerate with `go run ./hack/genconfig`.\n")
-			for _, doc := range docs {
-				buf.WriteString("---\n")
-				buf.Write(doc)
-			}
-			files = append(files, File{Name: source.prefix + filepath.Base(path), Content: buf.Bytes()})
+		var buf bytes.Buffer
+		buf.WriteString(Header + "\n")
+		fmt.Fprintf(&buf, "# From config/%s: the scale-to-zero variant (min-scale 0, webhook timeouts %ds).\n", filepath.ToSlash(rel), maxWebhookTimeoutSeconds)
+		buf.WriteString("# See docs/webhooks.md for the risk; regenerate with `go run ./hack/genconfig`.\n")
+		for _, doc := range docs {
+			buf.WriteString("---\n")
+			buf.Write(doc)
 		}
+		files = append(files, File{Name: filepath.Base(path), Content: buf.Bytes()})
 	}
 	return files, nil
 }

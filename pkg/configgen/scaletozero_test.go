@@ -46,9 +46,9 @@ webhooks:
 `)
 	write("generated.yaml", configgen.Header+"\napiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: ignored}\nspec: {template: {metadata: {annotations: {autoscaling.knative.dev/min-scale: \"2\"}}}}\n")
 
-	files, err := configgen.ScaleToZero(dir)
+	files, err := configgen.ScaleToZero(dir, ".")
 	require.NoError(t, err)
-	require.Len(t, files, 2)
+	require.Len(t, files, 1, "the seed's folder holds no shoot file")
 	assert.Equal(t, "services.yaml", files[0].Name)
 	services := string(files[0].Content)
 	assert.True(t, strings.HasPrefix(services, configgen.Header+"\n"))
@@ -57,6 +57,9 @@ webhooks:
 	assert.NotContains(t, services, "already-scales-to-zero")
 	assert.NotContains(t, services, "untouched")
 
-	assert.Equal(t, "shoot-registration.yaml", files[1].Name)
-	assert.Equal(t, 2, strings.Count(string(files[1].Content), "timeoutSeconds: 30"))
+	shoot, err := configgen.ScaleToZero(dir, "shoot")
+	require.NoError(t, err)
+	require.Len(t, shoot, 1)
+	assert.Equal(t, "registration.yaml", shoot[0].Name)
+	assert.Equal(t, 2, strings.Count(string(shoot[0].Content), "timeoutSeconds: 30"))
 }

@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,8 +37,7 @@ func protectedCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	}
 	require.NoError(t, c.Create(context.Background(), crd))
 	t.Cleanup(func() {
-		crd.Annotations = map[string]string{"confirmation.gardener.cloud/deletion": "true"}
-		_ = c.Update(context.Background(), crd)
+		_ = confirmDeletion(crd)
 		_ = c.Delete(context.Background(), crd)
 	})
 	return crd
@@ -55,9 +55,15 @@ func TestCRDDeletionProtection(t *testing.T) {
 	ctx := context.Background()
 	crd := protectedCRD(t)
 	deleteRefused(t, crd)
-	crd.Annotations = map[string]string{"confirmation.gardener.cloud/deletion": "true"}
-	require.NoError(t, c.Update(ctx, crd))
+	require.NoError(t, confirmDeletion(crd))
 	require.NoError(t, c.Delete(ctx, crd), "a confirmed deletion is allowed")
+}
+
+// confirmDeletion annotates a CRD as Gardener asks before its deletion (a merge patch: the CRD's
+// status changes while it becomes established).
+func confirmDeletion(crd *apiextensionsv1.CustomResourceDefinition) error {
+	patch := []byte(`{"metadata":{"annotations":{"confirmation.gardener.cloud/deletion":"true"}}}`)
+	return c.Patch(context.Background(), crd, client.RawPatch(types.MergePatchType, patch))
 }
 
 // A Pod created in a shoot-like namespace is mutated: its ServiceAccount mounts no token, so

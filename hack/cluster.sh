@@ -116,9 +116,39 @@ egressSelections:
         udsName: $D/egress.sock
 E
   start egress "$assets/clusteregress" -socket "$D/egress.sock" -dns "$hostip:53"
+  # Authorization: Node, RBAC, then GRM's node-agent authorizer for node agents only (its Knative
+  # Service, through the egress proxy and the ingress's TLS), as config/shoot's example says.
+  ingress_tls
+  cat >"$D/authz-kubeconfig" <<A
+apiVersion: v1
+kind: Config
+clusters: [{name: authorizer, cluster: {server: "https://grm-node-agent-authorizer.gardener-knative.svc.cluster.local/webhooks/auth/nodeagent", certificate-authority: "$D/pki/ingress-ca.crt"}}]
+users: [{name: kube-apiserver, user: {}}]
+contexts: [{name: authorizer, context: {cluster: authorizer, user: kube-apiserver}}]
+current-context: authorizer
+A
+  cat >"$D/authorization.yaml" <<A
+apiVersion: apiserver.config.k8s.io/v1
+kind: AuthorizationConfiguration
+authorizers:
+- {type: Node, name: node}
+- {type: RBAC, name: rbac}
+- type: Webhook
+  name: node-agent-authorizer
+  webhook:
+    timeout: 3s
+    subjectAccessReviewVersion: v1
+    matchConditionSubjectAccessReviewVersion: v1
+    failurePolicy: NoOpinion
+    authorizedTTL: 1s
+    unauthorizedTTL: 1s
+    connectionInfo: {type: KubeConfigFile, kubeConfigFile: "$D/authz-kubeconfig"}
+    matchConditions:
+    - expression: "request.user.startsWith('gardener.cloud:node-agent:')"
+A
   start kube-apiserver "$assets/kube-apiserver" --egress-selector-config-file "$D/egress.yaml" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --secure-port "$API_PORT" --bind-address "$hostip" --advertise-address "$hostip" \
-    --cert-dir "$D/pki" --token-auth-file "$D/pki/tokens.csv" --authorization-mode Node,RBAC \
+    --cert-dir "$D/pki" --token-auth-file "$D/pki/tokens.csv" --authorization-config "$D/authorization.yaml" \
     --service-cluster-ip-range "$SVC_CIDR" --service-account-key-file "$D/pki/sa.key" \
     --service-account-signing-key-file "$D/pki/sa.key" --service-account-issuer https://kubernetes.default.svc \
     --enable-admission-plugins NodeRestriction --allow-privileged
@@ -267,7 +297,6 @@ endpoints: [{addresses: ["$hostip"], conditions: {ready: true}}]
 ports: [{name: 80-$INGRESS_PORT, port: $INGRESS_PORT, protocol: TCP}, {name: 443-$INGRESS_TLS_PORT, port: $INGRESS_TLS_PORT, protocol: TCP}]
 ES
   cp "$D/pki/apiserver.crt" "$D/pki/ca.crt"
-  ingress_tls
   start traefik "$assets/traefik" --global.checknewversion=false --global.sendanonymoususage=false \
     --experimental.knative=true --providers.knative=true --providers.knative.endpoint="https://$hostip:$API_PORT" \
     --providers.knative.token=admintoken --providers.knative.certauthfilepath="$D/pki/ca.crt" \

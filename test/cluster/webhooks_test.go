@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,4 +99,24 @@ func TestProjectedTokenMount(t *testing.T) {
 		}
 		return fmt.Errorf("no %s volume in %v", projectedtokenmount.VolumeName, p.Spec.Volumes)
 	})
+}
+
+// kube-apiserver asks the node-agent authorizer (its third authorizer, for node agents only) on a
+// real SubjectAccessReview: a node agent may create CertificateSigningRequests, which RBAC alone
+// never grants it, and may not read a Secret outside kube-system.
+func TestNodeAgentAuthorizer(t *testing.T) {
+	ctx := context.Background()
+	review := func(attrs authorizationv1.ResourceAttributes) *authorizationv1.SubjectAccessReview {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "gardener.cloud:node-agent:machine:m1", Groups: []string{"system:authenticated"}, ResourceAttributes: &attrs,
+		}}
+		require.NoError(t, c.Create(ctx, sar))
+		return sar
+	}
+	csr := review(authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"})
+	require.True(t, csr.Status.Allowed, "create CSR: %+v", csr.Status)
+	secret := review(authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "default", Name: "x"})
+	require.False(t, secret.Status.Allowed, "get a Secret in default: %+v", secret.Status)
+	require.True(t, secret.Status.Denied, "the authorizer denies, not only has no opinion: %+v", secret.Status)
+	t.Logf("create CSR: allowed (%s); get Secret default/x: denied (%s)", csr.Status.Reason, secret.Status.Reason)
 }

@@ -180,13 +180,16 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 		t.Errorf("docs/functions/%s: run `go run ./hack/genconfig` to regenerate the functions table", p)
 	}
 
-	variant, err := configgen.ScaleToZero(configDir)
-	require.NoError(t, err)
-	require.NotEmpty(t, variant, "the scale-to-zero variant changes nothing")
-	problems, err = configgen.Diff(filepath.Join(configDir, configgen.ScaleToZeroDir), variant)
-	require.NoError(t, err)
-	for _, p := range problems {
-		t.Errorf("config/%s/%s: run `go run ./hack/genconfig` to regenerate the scale-to-zero variant", configgen.ScaleToZeroDir, p)
+	for _, folder := range configgen.ScaleToZeroFolders {
+		variant, err := configgen.ScaleToZero(configDir, folder)
+		require.NoError(t, err)
+		require.NotEmpty(t, variant, "the scale-to-zero variant of config/%s changes nothing", folder)
+		dir := filepath.Join(configgen.ScaleToZeroDir, folder)
+		problems, err = configgen.Diff(filepath.Join(configDir, dir), variant)
+		require.NoError(t, err)
+		for _, p := range problems {
+			t.Errorf("config/%s/%s: run `go run ./hack/genconfig` to regenerate the scale-to-zero variant", filepath.ToSlash(dir), p)
+		}
 	}
 }
 

@@ -521,6 +521,7 @@ func checkPlatformImage(t *testing.T, reg *testRegistry, base baseImage, img v1.
 	require.Equal(t, p.Architecture, settings["GOARCH"])
 	require.Equal(t, "0", settings["CGO_ENABLED"], "%s %s: ko.yaml's defaultEnv CGO_ENABLED=0", importPath, platform)
 	require.Equal(t, "true", settings["-trimpath"], "%s %s: ko.yaml's defaultFlags -trimpath", importPath, platform)
+	require.Equal(t, "-s -w", settings["-ldflags"], "%s %s: ko.yaml's defaultLdflags -s -w", importPath, platform)
 	return fmt.Sprintf("%d layers %.1f MiB", len(manifest.Layers), float64(total)/(1<<20))
 }
 

@@ -103,20 +103,20 @@ func TestProjectedTokenMount(t *testing.T) {
 
 // kube-apiserver asks the node-agent authorizer (its third authorizer, for node agents only) on a
 // real SubjectAccessReview: a node agent may create CertificateSigningRequests, which RBAC alone
-// never grants it, and may not read a Secret outside kube-system.
+// never grants it, and may not delete Secrets.
 func TestNodeAgentAuthorizer(t *testing.T) {
 	ctx := context.Background()
 	review := func(attrs authorizationv1.ResourceAttributes) *authorizationv1.SubjectAccessReview {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: "gardener.cloud:node-agent:machine:m1", Groups: []string{"system:authenticated"}, ResourceAttributes: &attrs,
+			User: "gardener.cloud:node-agent:machine:m1", Groups: []string{"gardener.cloud:node-agents", "system:authenticated"}, ResourceAttributes: &attrs,
 		}}
 		require.NoError(t, c.Create(ctx, sar))
 		return sar
 	}
 	csr := review(authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"})
 	require.True(t, csr.Status.Allowed, "create CSR: %+v", csr.Status)
-	secret := review(authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "default", Name: "x"})
-	require.False(t, secret.Status.Allowed, "get a Secret in default: %+v", secret.Status)
+	secret := review(authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: "kube-system", Name: "x"})
+	require.False(t, secret.Status.Allowed, "delete a Secret: %+v", secret.Status)
 	require.True(t, secret.Status.Denied, "the authorizer denies, not only has no opinion: %+v", secret.Status)
-	t.Logf("create CSR: allowed (%s); get Secret default/x: denied (%s)", csr.Status.Reason, secret.Status.Reason)
+	t.Logf("create CSR: allowed (%s); delete Secret kube-system/x: denied (%s)", csr.Status.Reason, secret.Status.Reason)
 }

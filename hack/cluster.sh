@@ -48,12 +48,10 @@ wait_for() {
 }
 
 ensure_packages() {
-  local missing=()
-  command -v containerd >/dev/null || missing+=(containerd)
-  command -v runc >/dev/null || missing+=(runc)
-  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
-  command -v iptables >/dev/null || missing+=(iptables)
-  [ -x /bin/busybox ] && /bin/busybox --list | grep -qx sleep && file -L /bin/busybox | grep -q static || missing+=(busybox-static)
+  local missing=() pkg
+  for pkg in containerd runc containernetworking-plugins iptables busybox-static; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]} from Debian"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
@@ -249,7 +247,7 @@ knative_resolve() { # out module dirs...
 }
 
 knative_up() {
-  local hostip=$1 dir
+  local hostip=$1
   local tools="$root/hack/tools/knative"
   log "Knative: building Serving and Eventing with ko (about 3 minutes warm)"
   knative_resolve "$D/serving.yaml" knative.dev/serving config/core &

@@ -1,6 +1,7 @@
 // Package sources is the event plumbing, derived from the function registry (functions.All):
-// one ApiServerSource per cluster watching the union of every function's kinds, in Resource mode
-// so that predicates run on the event alone; one Broker they all send to; one Trigger per
+// one source per cluster watching the union of every function's kinds (Knative's ApiServerSource
+// adapter in a ContainerSource of ours, sources/clusters), in Resource mode so that predicates
+// run on the event alone; one Broker they all send to; one Trigger per
 // function, filtering on the events' kind, apiversion and cluster (and, for pings, the function)
 // with a retry and dead-letter delivery policy; one PingSource per sweep, sent through the same
 // Broker. hack/genconfig writes Objects into config/; the local landscape runs the very same
@@ -30,8 +31,8 @@ import (
 	"knative.dev/pkg/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
-	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -55,20 +56,18 @@ const (
 	BackoffDelay = "PT0.2S"
 )
 
-// APIServerSourceName is the name of the ApiServerSource of a cluster, of its ServiceAccount
-// and of its ClusterRole.
-func APIServerSourceName(c function.Cluster) string { return string(c) + "-cluster" }
+// SourceName is the name of the event source of cluster c (a ContainerSource running
+// sources/clusters), of its ServiceAccount and of its ClusterRole: source-cluster, and
+// target-clusters (every tenant of the seed, or the one target).
+func SourceName(c function.Cluster) string {
+	if c == function.Target {
+		return "target-clusters"
+	}
+	return string(c) + "-cluster"
+}
 
-// ReferenceSourceName is the name of a cluster's ApiServerSource for its confidential kinds
-// (Reference mode), of its ServiceAccount and of its ClusterRole.
-func ReferenceSourceName(c function.Cluster) string { return string(c) + "-cluster-references" }
-
-// TargetSourceName is the name of the Target clusters' event source (a ContainerSource running
-// sources/targetclusters), of its ServiceAccount and of its ClusterRole.
-const TargetSourceName = "target-clusters"
-
-// TargetSourceImage is the target source's image, as ko builds it.
-const TargetSourceImage = "ko://github.com/gardener-knative/gardener-knative/sources/targetclusters"
+// SourceImage is the cluster sources' image, as ko builds it.
+const SourceImage = "ko://github.com/gardener-knative/gardener-knative/sources/clusters"
 
 // PingSourceName is the name of the PingSource of one of a function's sweeps.
 func PingSourceName(fn, sweep string) string { return fn + "-" + sweep }
@@ -77,9 +76,10 @@ func PingSourceName(fn, sweep string) string { return fn + "-" + sweep }
 func PingData(sweep string) string { return fmt.Sprintf(`{"sweep":%q}`, sweep) }
 
 // Objects returns the event plumbing of the functions as config/ deploys it, their Targets served
-// per seed (function.PerSeed): the Broker; for the Source cluster the ApiServerSource with its
-// ServiceAccount and read-only RBAC; for the Target clusters the ContainerSource running
-// Knative's adapter for every tenant of the seed; per function its Trigger and its PingSources.
+// per seed (function.PerSeed): the Broker; for the Source cluster a ContainerSource running
+// Knative's adapter on every namespace, with its ServiceAccount and read-only RBAC; for the
+// Target clusters one running it for every tenant of the seed; per function its Trigger and its
+// PingSources.
 // Every source and Trigger passes Knative's own validation.
 func Objects(fns []*function.Function) ([]client.Object, error) {
 	for _, fn := range fns {
@@ -92,8 +92,8 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 
 // ObjectsFor is Objects for the functions' Targets served in mode: per seed and single-target,
 // the target-clusters source watches the Target kinds (every tenant, or TARGET_KUBECONFIG's
-// cluster); in seed mode the Source is the Target, so the Source's ApiServerSource watches them
-// too and the Triggers take them from it (cluster=source).
+// cluster); in seed mode the Source is the Target, so the Source's source watches them too and
+// the Triggers take them from it (cluster=source).
 func ObjectsFor(fns []*function.Function, mode function.Mode) ([]client.Object, error) {
 	var errs []error
 	names := map[string]bool{}
@@ -119,31 +119,12 @@ func ObjectsFor(fns []*function.Function, mode function.Mode) ([]client.Object, 
 	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: BrokerClass}
 	objs := []client.Object{broker}
 	for _, c := range []function.Cluster{function.Source, function.Target} {
-		watches := watchedResources(fns, c, mode)
-		if len(watches) == 0 {
-			continue
-		}
-		if c == function.Target {
-			target, err := targetSource(watches, mode)
+		if watches := watchedResources(fns, c, mode); len(watches) > 0 {
+			source, err := clusterSource(c, watches, mode)
 			if err != nil {
 				return nil, err
 			}
-			objs = append(objs, target...)
-			continue
-		}
-		var content, references []watchedResource
-		for _, w := range watches {
-			if w.kind.Confidential {
-				references = append(references, w)
-			} else {
-				content = append(content, w)
-			}
-		}
-		if len(content) > 0 {
-			objs = append(objs, apiServerSource(APIServerSourceName(c), c, sourcesv1.ResourceMode, content)...)
-		}
-		if len(references) > 0 {
-			objs = append(objs, apiServerSource(ReferenceSourceName(c), c, sourcesv1.ReferenceMode, references)...)
+			objs = append(objs, source...)
 		}
 	}
 	for _, fn := range fns {
@@ -266,89 +247,104 @@ func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (a
 	return cfg, nil
 }
 
-// targetSource is the event source of the Target clusters: a ContainerSource running Knative's
-// adapter (sources/targetclusters) for every tenant of the seed, or for the single target, with
-// its ServiceAccount and the RBAC to find and reach the tenants in the seed. Its watches of the
-// tenants' clusters run with each tenant's own access; no RBAC of ours is needed there.
-func targetSource(watches []watchedResource, mode function.Mode) ([]client.Object, error) {
+// clusterSource is the event source of cluster c: a ContainerSource running Knative's adapter
+// (sources/clusters) on every namespace of the Source, or on every tenant of the seed (or the
+// single target) for the Target, with its ServiceAccount and RBAC. For the Source that is
+// get, list and watch on exactly the watched kinds; for the tenants, what finds and reaches them
+// in the seed (their watches run with each tenant's own access, no RBAC of ours is needed there).
+//
+// Not Knative's ApiServerSource: its controller writes the list of every namespace into its
+// adapter's Deployment even for an empty namespace selector, so that each namespace created or
+// deleted rolls the adapter and loses the events of that moment (pkg/clustersource).
+func clusterSource(c function.Cluster, watches []watchedResource, mode function.Mode) ([]client.Object, error) {
+	name := SourceName(c)
 	// Resource mode, so that predicates decide on the event alone; Reference mode for
 	// confidential kinds, whose content must not travel through the Broker: one adapter each
-	// per tenant, in the same pod.
+	// (per tenant), in the same pod.
 	var resources, references []sourcesv1.APIVersionKindSelector
+	kinds := make([]function.Kind, 0, len(watches))
 	for _, w := range watches {
+		kinds = append(kinds, w.kind)
 		if w.kind.Confidential {
 			references = append(references, selectorOf(w))
 		} else {
 			resources = append(resources, selectorOf(w))
 		}
 	}
-	var env []corev1.EnvVar
-	for _, c := range []struct {
+	env := []corev1.EnvVar{
+		{Name: "NAME", Value: name},
+		{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: clustersource.WatchEnv, Value: string(c)},
+	}
+	for _, cfg := range []struct {
 		name, mode string
 		watched    []sourcesv1.APIVersionKindSelector
 	}{
-		{targetsource.ResourcesConfigEnv, sourcesv1.ResourceMode, resources},
-		{targetsource.ReferencesConfigEnv, sourcesv1.ReferenceMode, references},
+		{clustersource.ResourcesConfigEnv, sourcesv1.ResourceMode, resources},
+		{clustersource.ReferencesConfigEnv, sourcesv1.ReferenceMode, references},
 	} {
-		if len(c.watched) == 0 {
+		if len(cfg.watched) == 0 {
 			continue
 		}
-		cfg, err := AdapterConfig(c.watched, c.mode)
+		adapterConfig, err := AdapterConfig(cfg.watched, cfg.mode)
 		if err != nil {
 			return nil, err
 		}
-		config, err := json.Marshal(cfg)
+		config, err := json.Marshal(adapterConfig)
 		if err != nil {
 			return nil, err
 		}
-		env = append(env, corev1.EnvVar{Name: c.name, Value: string(config)})
+		env = append(env, corev1.EnvVar{Name: cfg.name, Value: string(config)})
 	}
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: objectMeta("eventing", TargetSourceName),
+		ObjectMeta: objectMeta("eventing", name),
 	}
-	objs := []client.Object{sa}
-	env = append([]corev1.EnvVar{
-		{Name: "NAME", Value: TargetSourceName},
-		{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-	}, env...)
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: clusterObjectMeta("eventing", "gardener-knative:"+name),
+	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
-	if mode == function.PerSeed {
+	switch {
+	case c == function.Source:
+		role.Rules = watchRules(kinds)
+	case mode == function.PerSeed:
 		env = append(env, corev1.EnvVar{Name: "MULTI_TENANT", Value: "true"})
-		role := &rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: clusterObjectMeta("eventing", "gardener-knative:"+TargetSourceName),
-			Rules: []rbacv1.PolicyRule{
-				// The tenants: the seed's Clusters, and each tenant's access Secrets.
-				{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
-			},
+		role.Rules = []rbacv1.PolicyRule{
+			// The tenants: the seed's Clusters, and each tenant's access Secrets.
+			{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		}
+	default:
+		// Single target: its kubeconfig from the Secret target-clusters-target; nothing to do
+		// in the seed.
+		role = nil
+		env = append(env, corev1.EnvVar{Name: "TARGET_KUBECONFIG", Value: "/var/run/secrets/gardener-knative/target/kubeconfig"})
+		volumes = []corev1.Volume{{Name: "target", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name + "-target"}}}}
+		mounts = []corev1.VolumeMount{{Name: "target", MountPath: "/var/run/secrets/gardener-knative/target", ReadOnly: true}}
+	}
+	objs := []client.Object{sa}
+	if role != nil {
 		objs = append(objs, role, &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 			ObjectMeta: clusterObjectMeta("eventing", role.Name),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: Namespace}},
 		})
-	} else {
-		// Single target: its kubeconfig from the Secret target-clusters-target.
-		env = append(env, corev1.EnvVar{Name: "TARGET_KUBECONFIG", Value: "/var/run/secrets/gardener-knative/target/kubeconfig"})
-		volumes = []corev1.Volume{{Name: "target", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: TargetSourceName + "-target"}}}}
-		mounts = []corev1.VolumeMount{{Name: "target", MountPath: "/var/run/secrets/gardener-knative/target", ReadOnly: true}}
 	}
 	source := &sourcesv1.ContainerSource{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "ContainerSource"},
-		ObjectMeta: objectMeta("eventing", TargetSourceName),
+		ObjectMeta: objectMeta("eventing", name),
 		Spec: sourcesv1.ContainerSourceSpec{
 			SourceSpec: duckv1.SourceSpec{
 				Sink:                brokerSink(),
-				CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{function.ClusterExtension: string(function.Target)}},
+				CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{function.ClusterExtension: string(c)}},
 			},
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				ServiceAccountName: sa.Name,
 				Containers: []corev1.Container{{
-					Name: "adapter", Image: TargetSourceImage, Env: env, VolumeMounts: mounts,
+					Name: "adapter", Image: SourceImage, Env: env, VolumeMounts: mounts,
 					Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}},
 					LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
@@ -374,51 +370,8 @@ func selectorOf(w watchedResource) sourcesv1.APIVersionKindSelector {
 	return r
 }
 
-func apiServerSource(name string, c function.Cluster, mode string, watches []watchedResource) []client.Object {
-	sa := &corev1.ServiceAccount{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: objectMeta("eventing", name),
-	}
-	kinds := make([]function.Kind, 0, len(watches))
-	for _, w := range watches {
-		kinds = append(kinds, w.kind)
-	}
-	role := &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: clusterObjectMeta("eventing", "gardener-knative:"+name),
-		Rules:      watchRules(kinds),
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-		ObjectMeta: clusterObjectMeta("eventing", role.Name),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: Namespace}},
-	}
-	source := &sourcesv1.ApiServerSource{
-		TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "ApiServerSource"},
-		ObjectMeta: objectMeta("eventing", name),
-		Spec: sourcesv1.ApiServerSourceSpec{
-			SourceSpec: duckv1.SourceSpec{
-				Sink:                brokerSink(),
-				CloudEventOverrides: &duckv1.CloudEventOverrides{Extensions: map[string]string{function.ClusterExtension: string(c)}},
-			},
-			// Resource mode, so that predicates decide on the event alone; Reference mode for
-			// confidential kinds, whose content must not travel through the Broker.
-			EventMode:          mode,
-			ServiceAccountName: sa.Name,
-			// An empty selector selects every namespace; without one the source would only
-			// watch its own namespace.
-			NamespaceSelector: &metav1.LabelSelector{},
-		},
-	}
-	for _, w := range watches {
-		source.Spec.Resources = append(source.Spec.Resources, selectorOf(w))
-	}
-	return []client.Object{sa, role, binding, source}
-}
-
 // triggerOf routes to fn the events of the kinds it watches (by apiversion, kind and cluster,
-// the extensions the ApiServerSource sets) and its own ticks.
+// the extensions the sources set) and its own ticks.
 func triggerOf(fn *function.Function, mode function.Mode) *eventingv1.Trigger {
 	var any []eventingv1.SubscriptionsAPIFilter
 	seen := map[string]bool{}

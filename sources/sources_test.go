@@ -2,6 +2,7 @@ package sources_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -46,8 +47,19 @@ func byKind[T client.Object](objs []client.Object) []T {
 	return out
 }
 
-// N functions share one ApiServerSource per cluster, watching the union of their kinds with
-// read-only RBAC for exactly those, and get one Trigger each.
+// containerEnv is the environment of a cluster source's container, by name.
+func containerEnv(cs *sourcesv1.ContainerSource) map[string]string {
+	env := map[string]string{}
+	for _, e := range cs.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+// N functions share one source per cluster, watching the union of their kinds with read-only
+// RBAC for exactly those, and get one Trigger each. The Source's source is our ContainerSource
+// running Knative's adapter on every namespace, not Knative's ApiServerSource (which writes the
+// namespace list into its adapter and restarts it for each namespace).
 func TestOneSourcePerClusterOneTriggerPerFunction(t *testing.T) {
 	fns := []*function.Function{
 		demo("alpha", []function.Kind{kinds.Bastion, kinds.Shoot}),
@@ -57,35 +69,32 @@ func TestOneSourcePerClusterOneTriggerPerFunction(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Len(t, byKind[*eventingv1.Broker](objs), 1)
-	apiSources := byKind[*sourcesv1.ApiServerSource](objs)
-	require.Len(t, apiSources, 2, "one for content, one for the confidential kinds' references")
-	watched := func(src *sourcesv1.ApiServerSource) []string {
-		var out []string
-		for _, r := range src.Spec.Resources {
-			out = append(out, r.APIVersion+"/"+r.Kind)
-		}
-		return out
-	}
-	content, references := apiSources[0], apiSources[1]
-	assert.Equal(t, "source-cluster", content.Name)
-	assert.Equal(t, sourcesv1.ResourceMode, content.Spec.EventMode)
-	assert.Equal(t, []string{"core.gardener.cloud/v1beta1/Shoot", "operations.gardener.cloud/v1alpha1/Bastion"}, watched(content), "the union, each kind once")
-	assert.Equal(t, "source-cluster-references", references.Name)
-	assert.Equal(t, sourcesv1.ReferenceMode, references.Spec.EventMode, "no Secret content travels through the Broker")
-	assert.Equal(t, []string{"v1/Secret"}, watched(references))
-	for _, src := range apiSources {
-		assert.Equal(t, "Broker", src.Spec.Sink.Ref.Kind)
-		assert.Equal(t, map[string]string{function.ClusterExtension: "source"}, src.Spec.CloudEventOverrides.Extensions)
-	}
+	assert.Empty(t, byKind[*sourcesv1.ApiServerSource](objs))
+	containers := byKind[*sourcesv1.ContainerSource](objs)
+	require.Len(t, containers, 1, "one pod for the garden: content and confidential references")
+	cs := containers[0]
+	assert.Equal(t, "source-cluster", cs.Name)
+	assert.Equal(t, sources.SourceImage, cs.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, "Broker", cs.Spec.Sink.Ref.Kind)
+	assert.Equal(t, map[string]string{function.ClusterExtension: "source"}, cs.Spec.CloudEventOverrides.Extensions)
+	env := containerEnv(cs)
+	assert.Equal(t, "source", env["WATCH"])
+	assert.NotContains(t, env, "MULTI_TENANT")
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[
+		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"shoots"}},
+		{"gvr":{"Group":"operations.gardener.cloud","Version":"v1alpha1","Resource":"bastions"}}],"mode":"Resource"}`,
+		env["K_SOURCE_CONFIG"], "the union, each kind once, every namespace without a list")
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`,
+		env["K_REFERENCES_CONFIG"], "no Secret content travels through the Broker")
 
 	roles := byKind[*rbacv1.ClusterRole](objs)
-	require.Len(t, roles, 2)
+	require.Len(t, roles, 1)
 	assert.ElementsMatch(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"operations.gardener.cloud"}, Resources: []string{"bastions"}, Verbs: []string{"get", "list", "watch"}},
-	}, roles[0].Rules)
-	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}}, roles[1].Rules)
-	require.Len(t, byKind[*corev1.ServiceAccount](objs), 2)
+	}, roles[0].Rules, "exactly the watched kinds; no namespaces")
+	require.Len(t, byKind[*corev1.ServiceAccount](objs), 1)
 
 	triggers := byKind[*eventingv1.Trigger](objs)
 	require.Len(t, triggers, 2)
@@ -154,8 +163,9 @@ func TestInvalidDeclarationsAreRefused(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	objs, err := sources.Objects(functions.All)
 	require.NoError(t, err)
-	apiSources := byKind[*sourcesv1.ApiServerSource](objs)
-	assert.LessOrEqual(t, len(apiSources), 2, "at most two adapters for the garden (content, and confidential references), however many functions")
+	assert.Empty(t, byKind[*sourcesv1.ApiServerSource](objs))
+	containers := byKind[*sourcesv1.ContainerSource](objs)
+	require.Len(t, containers, 2, "one pod for the garden, one for every tenant of the seed, however many functions")
 	assert.Len(t, byKind[*eventingv1.Trigger](objs), len(functions.All))
 	// What one ApiServerSource per function, as before, would cost: an adapter each and a watch
 	// per function and kind. The figures go into docs/deployment.md.
@@ -163,11 +173,21 @@ func TestRegistry(t *testing.T) {
 	for _, fn := range functions.All {
 		perFunctionWatches += len(fn.WatchedKinds(function.Source))
 	}
-	for _, src := range apiSources {
-		watches += len(src.Spec.Resources)
+	for _, cs := range containers {
+		if cs.Name != sources.SourceName(function.Source) {
+			continue
+		}
+		env := containerEnv(cs)
+		for _, key := range []string{"K_SOURCE_CONFIG", "K_REFERENCES_CONFIG"} {
+			var cfg struct{ Resources []json.RawMessage }
+			if env[key] != "" {
+				require.NoError(t, json.Unmarshal([]byte(env[key]), &cfg))
+			}
+			watches += len(cfg.Resources)
+		}
 	}
-	t.Logf("%d functions: %d adapters and %d watch streams; one source per function would be %d adapters and %d watch streams",
-		len(functions.All), len(apiSources), watches, len(functions.All), perFunctionWatches)
+	t.Logf("%d functions: 1 source pod and %d watch streams on the garden; one source per function would be %d adapters and %d watch streams",
+		len(functions.All), watches, len(functions.All), perFunctionWatches)
 }
 
 // withTargetWatch adds a watch of kind on the Target cluster to fn.
@@ -180,7 +200,7 @@ func withTargetWatch(fn *function.Function, kind function.Kind) *function.Functi
 
 // Per seed, one ContainerSource runs Knative's adapter for every tenant (one always-on pod per
 // seed), watching the union of the Target kinds; the Triggers take them with cluster=target.
-// In seed mode the Source's ApiServerSource watches them instead, with cluster=source.
+// In seed mode the Source's source watches them instead, with cluster=source.
 func TestTargetSourceOnePerSeed(t *testing.T) {
 	fns := []*function.Function{
 		withTargetWatch(demo("alpha", []function.Kind{kinds.Bastion}), kinds.Namespace),
@@ -189,16 +209,13 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 	objs, err := sources.Objects(fns)
 	require.NoError(t, err)
 	containers := byKind[*sourcesv1.ContainerSource](objs)
-	require.Len(t, containers, 1, "one target source for all functions and tenants")
-	cs := containers[0]
-	assert.Equal(t, sources.TargetSourceName, cs.Name)
+	require.Len(t, containers, 2, "the Source's source, and one target source for all functions and tenants")
+	cs := containers[1]
+	assert.Equal(t, sources.SourceName(function.Target), cs.Name)
 	assert.Equal(t, map[string]string{function.ClusterExtension: "target"}, cs.Spec.CloudEventOverrides.Extensions)
-	container := cs.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, sources.TargetSourceImage, container.Image)
-	env := map[string]string{}
-	for _, e := range container.Env {
-		env[e.Name] = e.Value
-	}
+	assert.Equal(t, sources.SourceImage, cs.Spec.Template.Spec.Containers[0].Image)
+	env := containerEnv(cs)
+	assert.Equal(t, "target", env["WATCH"])
 	assert.Equal(t, "true", env["MULTI_TENANT"])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"namespaces"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
 	for _, tr := range byKind[*eventingv1.Trigger](objs) {
@@ -207,7 +224,7 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 	roles := byKind[*rbacv1.ClusterRole](objs)
 	var targetRole *rbacv1.ClusterRole
 	for _, r := range roles {
-		if r.Name == "gardener-knative:"+sources.TargetSourceName {
+		if r.Name == "gardener-knative:"+sources.SourceName(function.Target) {
 			targetRole = r
 		}
 	}
@@ -215,14 +232,18 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 
 	seedMode, err := sources.ObjectsFor(fns, function.SeedMode)
 	require.NoError(t, err)
-	assert.Empty(t, byKind[*sourcesv1.ContainerSource](seedMode))
-	apiSources := byKind[*sourcesv1.ApiServerSource](seedMode)
-	require.Len(t, apiSources, 1)
-	var watched []string
-	for _, r := range apiSources[0].Spec.Resources {
-		watched = append(watched, r.Kind)
+	seedSources := byKind[*sourcesv1.ContainerSource](seedMode)
+	require.Len(t, seedSources, 1)
+	assert.Equal(t, sources.SourceName(function.Source), seedSources[0].Name)
+	var watched struct {
+		Resources []struct{ GVR struct{ Resource string } }
 	}
-	assert.ElementsMatch(t, []string{"Bastion", "Shoot", "Namespace"}, watched, "the seed's one source watches the Target kinds too")
+	require.NoError(t, json.Unmarshal([]byte(containerEnv(seedSources[0])["K_SOURCE_CONFIG"]), &watched))
+	var resources []string
+	for _, r := range watched.Resources {
+		resources = append(resources, r.GVR.Resource)
+	}
+	assert.ElementsMatch(t, []string{"bastions", "shoots", "namespaces"}, resources, "the seed's one source watches the Target kinds too")
 	for _, tr := range byKind[*eventingv1.Trigger](seedMode) {
 		assert.Contains(t, tr.Spec.Filters[0].Any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "source", "apiversion": "v1", "kind": "Namespace"}}, tr.Name)
 	}
@@ -232,19 +253,13 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 	confidential := []*function.Function{withTargetWatch(withTargetWatch(demo("gamma", []function.Kind{kinds.Bastion}), kinds.Secret), kinds.Namespace)}
 	objs, err = sources.Objects(confidential)
 	require.NoError(t, err)
-	env = map[string]string{}
-	for _, e := range byKind[*sourcesv1.ContainerSource](objs)[0].Spec.Template.Spec.Containers[0].Env {
-		env[e.Name] = e.Value
-	}
+	env = containerEnv(byKind[*sourcesv1.ContainerSource](objs)[1])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"namespaces"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`, env["K_REFERENCES_CONFIG"])
 	seedMode, err = sources.ObjectsFor(confidential, function.SeedMode)
 	require.NoError(t, err)
-	for _, s := range byKind[*sourcesv1.ApiServerSource](seedMode) {
-		for _, r := range s.Spec.Resources {
-			assert.Equal(t, r.Kind == "Secret", s.Spec.EventMode == sourcesv1.ReferenceMode, "%s in %s", r.Kind, s.Name)
-		}
-	}
+	env = containerEnv(byKind[*sourcesv1.ContainerSource](seedMode)[0])
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`, env["K_REFERENCES_CONFIG"])
 	single := withTargetWatch(demo("delta", []function.Kind{kinds.Bastion}), kinds.Namespace)
 	single.Deployment = ""
 	_, err = sources.Objects([]*function.Function{single})

@@ -47,8 +47,9 @@ func Generate(fns []*function.Function) ([]File, error) {
 	var buf bytes.Buffer
 	buf.WriteString(Header + "\n")
 	buf.WriteString("# The event plumbing of every function, derived from the registry (functions/registry.go):\n")
-	buf.WriteString("# the Broker, one ApiServerSource per cluster watching the union of the functions' kinds\n")
-	buf.WriteString("# (with its ServiceAccount and read-only RBAC), one Trigger per function and one PingSource\n")
+	buf.WriteString("# the Broker; one source per cluster watching the union of the functions' kinds, a ContainerSource\n")
+	buf.WriteString("# running Knative's ApiServerSource adapter on every namespace (the Source) or every shoot of the\n")
+	buf.WriteString("# seed (the Target), with its ServiceAccount and RBAC; one Trigger per function, one PingSource\n")
 	buf.WriteString("# per sweep, and the dead-letter sink. Regenerate with `go run ./hack/genconfig` after changing a declaration.\n")
 	for _, obj := range append(objs, DeadLetterService()) {
 		doc, err := Marshal(obj)

@@ -1,7 +1,7 @@
 // Package cluster_test drives gardener-knative as deployed by `ko apply -f config/` onto the
 // one-node cluster of hack/cluster.sh: Knative Serving and Eventing built from source, every
-// function and webhook a Knative Service on real pods, fed by Knative's own adapter pods through
-// a real Broker, called by a real kube-apiserver (docs/cluster.md).
+// function and webhook a Knative Service on real pods, fed by Knative's own adapter code (in our
+// cluster sources' pods) through a real Broker, called by a real kube-apiserver (docs/cluster.md).
 //
 //	make e2e-cluster      # up, deploy, this suite, down
 //
@@ -178,7 +178,6 @@ func exists(obj client.Object) error {
 
 // The project function creates the namespace a Project names, with the Project's labels.
 func TestProjectCreatesItsNamespace(t *testing.T) {
-	settleSources(t)
 	name := fmt.Sprintf("e2e-%d", time.Now().Unix()%100000)
 	p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	p.Spec.Namespace = ptr.To("garden-" + name)
@@ -188,9 +187,8 @@ func TestProjectCreatesItsNamespace(t *testing.T) {
 	require.NoError(t, c.Create(context.Background(), p))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-" + name}}
-	// By its event, or by the project function's resync sweep (every 10 minutes) if the event was
-	// lost while the shared source's adapter restarted.
-	took := eventually(t, 11*time.Minute, "namespace of project "+name, func() error { return exists(ns) })
+	// By its event: the project function's resync sweep runs every 10 minutes.
+	took := eventually(t, 2*time.Minute, "namespace of project "+name, func() error { return exists(ns) })
 	require.Equal(t, name, ns.Labels["project.gardener.cloud/name"])
 	require.Equal(t, "project", ns.Labels["gardener.cloud/role"])
 	t.Logf("namespace %s created %s after its Project", ns.Name, took.Round(time.Millisecond))
@@ -202,14 +200,12 @@ func TestProjectCreatesItsNamespace(t *testing.T) {
 func TestEventFromZero(t *testing.T) {
 	runs := envInt("COLD_RUNS", 3)
 	ns := shootNamespace(t, "garden-cold")
-	settleSources(t)
 	var took []time.Duration
 	for i := range runs {
-		// At zero, with the sources settled, and away from the minute tick that wakes it.
+		// At zero, and away from the minute tick that wakes it.
 		for attempt := 0; ; attempt++ {
 			require.Less(t, attempt, 5, "bastion never idle away from its tick")
 			waitForZero(t, "bastion", 3*time.Minute)
-			settleSources(t)
 			for sec := time.Now().Second(); sec < 5 || sec > 40; sec = time.Now().Second() {
 				time.Sleep(time.Second)
 			}
@@ -222,24 +218,44 @@ func TestEventFromZero(t *testing.T) {
 	t.Logf("event to the function's write (a Bastion of a missing Shoot deleted), from zero pods, %d runs: %s", runs, summary(took))
 }
 
-// Steady state: the function is warm; object change to the function's write. Bastions in one
-// namespace, so that no namespace is created while measuring: each new namespace restarts the
-// shared ApiServerSource's adapter, and the events of those seconds are lost (docs/cluster.md).
+// Steady state: the function is warm; object change to the function's write. A namespace comes
+// and goes beside each Bastion, as projects and shoots do: the cluster sources watch every
+// namespace without a list, so no event is lost and no source restarts (Knative's own
+// ApiServerSource rolled its adapter for each namespace, docs/cluster.md).
 func TestEventSteadyState(t *testing.T) {
 	runs := envInt("WARM_RUNS", 20)
 	ns := shootNamespace(t, "garden-steady")
-	settleSources(t)
+	before := sourceGenerations(t)
 	orphanBastion(t, ns, "warmup")
 	var took []time.Duration
 	for i := range runs {
+		churn := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("churn-%d-%d", time.Now().Unix()%100000, i)}}
+		require.NoError(t, c.Create(context.Background(), churn))
 		took = append(took, orphanBastion(t, ns, fmt.Sprintf("warm-%d", i)))
+		require.NoError(t, c.Delete(context.Background(), churn))
 	}
-	t.Logf("event to the function's write (a Bastion of a missing Shoot deleted), warm, %d runs: %s", runs, summary(took))
+	t.Logf("event to the function's write (a Bastion of a missing Shoot deleted), warm, %d runs with a namespace created and deleted in each: %s", runs, summary(took))
+	require.Equal(t, before, sourceGenerations(t), "the sources' Deployments never change with namespaces")
+}
+
+// sourceGenerations are the generations of the cluster sources' Deployments, by name.
+func sourceGenerations(t *testing.T) map[string]int64 {
+	t.Helper()
+	deployments := &appsv1.DeploymentList{}
+	require.NoError(t, c.List(context.Background(), deployments, client.InNamespace(namespace)))
+	out := map[string]int64{}
+	for _, d := range deployments.Items {
+		if d.Labels["sources.knative.dev/containerSource"] != "" {
+			out[d.Name] = d.Generation
+		}
+	}
+	require.Len(t, out, 2, "source-cluster and target-clusters")
+	return out
 }
 
 // orphanBastion creates a Bastion whose Shoot does not exist and times until the bastion function
-// has deleted it: ApiServerSource adapter pod, Broker, Trigger filter, (activator and a new pod
-// when at zero), the function's reads and its DELETE.
+// has deleted it: the source-cluster pod (Knative's adapter), Broker, Trigger filter, (activator
+// and a new pod when at zero), the function's reads and its DELETE.
 func orphanBastion(t *testing.T, ns, name string) time.Duration {
 	t.Helper()
 	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
@@ -262,42 +278,6 @@ func shootNamespace(t *testing.T, prefix string) string {
 	shoot.Spec.SeedName = ptr.To("local")
 	require.NoError(t, c.Create(ctx, shoot))
 	return ns.Name
-}
-
-// settleSources waits until no namespace is going away and every ApiServerSource adapter runs one
-// pod of its current template: Knative rolls the adapter whenever a namespace comes or goes, and
-// the events of those seconds are lost (docs/cluster.md).
-func settleSources(t *testing.T) {
-	t.Helper()
-	eventually(t, 3*time.Minute, "no namespace terminating", func() error {
-		namespaces := &corev1.NamespaceList{}
-		if err := c.List(context.Background(), namespaces); err != nil {
-			return err
-		}
-		for _, ns := range namespaces.Items {
-			if ns.DeletionTimestamp != nil {
-				return fmt.Errorf("namespace %s terminating", ns.Name)
-			}
-		}
-		return nil
-	})
-	eventually(t, 2*time.Minute, "source adapters settled", func() error {
-		deployments := &appsv1.DeploymentList{}
-		if err := c.List(context.Background(), deployments, client.InNamespace(namespace)); err != nil {
-			return err
-		}
-		for _, d := range deployments.Items {
-			if !strings.HasPrefix(d.Name, "apiserversource-") {
-				continue
-			}
-			st := d.Status
-			if st.ObservedGeneration != d.Generation || st.Replicas != 1 || st.UpdatedReplicas != 1 || st.AvailableReplicas != 1 {
-				return fmt.Errorf("%s rolling: %+v", d.Name, st)
-			}
-		}
-		return nil
-	})
-	time.Sleep(2 * time.Second) // the new adapter's watches start after its pod is Ready
 }
 
 // gone is nil once obj no longer exists.

@@ -202,8 +202,8 @@ func (h *Harness) Post(event cloudevents.Event) (int, string) {
 }
 
 // Event builds the ApiServerSource event Knative's adapter sends about obj ("add", "update" or
-// "delete"), from the source cluster: in Resource mode as the shared source runs, in Reference
-// mode for confidential kinds (Secrets), as their source runs.
+// "delete"), from the source cluster: in Resource mode, or in Reference mode for confidential
+// kinds (Secrets), as the source cluster's source runs them.
 func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 	h.t.Helper()
 	u := ToUnstructured(h.t, obj)
@@ -217,11 +217,7 @@ func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 		"add": events.MakeAddEvent, "update": events.MakeUpdateEvent, "delete": events.MakeDeleteEvent,
 	}[verb]
 	require.NotNil(h.t, make, "verb %q is not add, update or delete", verb)
-	source := sources.APIServerSourceName(function.Source)
-	if reference {
-		source = sources.ReferenceSourceName(function.Source)
-	}
-	_, event, err := make(h.Env.Config.Host, source, u, reference)
+	_, event, err := make(h.Env.Config.Host, sources.SourceName(function.Source), u, reference)
 	require.NoError(h.t, err)
 	event.SetID(fmt.Sprintf("%s-%d", obj.GetName(), time.Now().UnixNano()))
 	event.SetExtension(function.ClusterExtension, string(function.Source))
@@ -233,7 +229,7 @@ func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 func (h *Harness) TargetEvent(verb string, obj client.Object, tn tenant.Name) cloudevents.Event {
 	h.t.Helper()
 	event := h.Event(verb, obj)
-	event.SetSource(sources.APIServerSourceName(function.Target))
+	event.SetSource(sources.SourceName(function.Target))
 	event.SetExtension(function.ClusterExtension, string(function.Target))
 	if tn != "" {
 		event.SetExtension(function.TenantExtension, string(tn))

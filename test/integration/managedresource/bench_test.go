@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
+	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/garbagecollector"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/health"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
@@ -33,7 +34,6 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/localsources"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
-	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
@@ -145,7 +145,7 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		before := liveHeap()
 		done := make(chan error, 1)
 		go func() {
-			done <- targetsource.Run(runCtx, targetsource.Options{
+			done <- clustersource.Run(runCtx, clustersource.Options{
 				Adapters: envs, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--bench--",
 				Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar(),
 			})
@@ -225,7 +225,7 @@ func BenchmarkTargetEventLatency(b *testing.B) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		_ = targetsource.Run(runCtx, targetsource.Options{Adapters: envs, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--p--", Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar()})
+		_ = clustersource.Run(runCtx, clustersource.Options{Adapters: envs, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--p--", Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar()})
 	}()
 	time.Sleep(3 * time.Second) // the adapter's watches start
 
@@ -255,7 +255,7 @@ func targetSource(b *testing.B, sink string) ([]adapter.EnvConfigAccessor, cloud
 	objs, err := sources.Objects([]*function.Function{managedresource.Function, health.Function, garbagecollector.Function})
 	require.NoError(b, err)
 	for _, o := range objs {
-		if cs, ok := o.(*sourcesv1.ContainerSource); ok {
+		if cs, ok := o.(*sourcesv1.ContainerSource); ok && cs.Name == sources.SourceName(function.Target) {
 			envs, err := localsources.AdapterEnvs(cs, sink)
 			require.NoError(b, err)
 			ce, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})

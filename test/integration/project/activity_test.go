@@ -1,6 +1,7 @@
 package project_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"knative.dev/eventing/pkg/adapter/apiserver"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 
+	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
@@ -74,23 +77,30 @@ func TestActivity(t *testing.T) {
 		unlabelled, referenced := labels.Set{}, labels.Set{v1beta1constants.LabelCredentialsBindingReference: "true"}
 		matched := map[string]int{}
 		for _, obj := range objs {
-			src, ok := obj.(*sourcesv1.ApiServerSource)
-			if !ok {
+			src, ok := obj.(*sourcesv1.ContainerSource)
+			if !ok || src.Name != sources.SourceName(function.Source) {
 				continue
 			}
-			for _, r := range src.Spec.Resources {
-				if r.Kind != "Secret" {
+			for _, e := range src.Spec.Template.Spec.Containers[0].Env {
+				if e.Name != clustersource.ResourcesConfigEnv && e.Name != clustersource.ReferencesConfigEnv {
 					continue
 				}
-				assert.Equal(t, sourcesv1.ReferenceMode, src.Spec.EventMode, "Secrets are watched by reference only")
-				require.NotNil(t, r.LabelSelector, "Secrets are watched through label selectors")
-				sel, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
-				require.NoError(t, err)
-				if sel.Matches(unlabelled) {
-					matched["unlabelled"]++
-				}
-				if sel.Matches(referenced) {
-					matched["referenced"]++
+				var cfg apiserver.Config
+				require.NoError(t, json.Unmarshal([]byte(e.Value), &cfg))
+				for _, r := range cfg.Resources {
+					if r.GVR.Resource != "secrets" {
+						continue
+					}
+					assert.Equal(t, sourcesv1.ReferenceMode, cfg.EventMode, "Secrets are watched by reference only")
+					require.NotEmpty(t, r.LabelSelector, "Secrets are watched through label selectors")
+					sel, err := labels.Parse(r.LabelSelector)
+					require.NoError(t, err)
+					if sel.Matches(unlabelled) {
+						matched["unlabelled"]++
+					}
+					if sel.Matches(referenced) {
+						matched["referenced"]++
+					}
 				}
 			}
 		}

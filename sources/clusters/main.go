@@ -1,11 +1,13 @@
-// Command target-clusters is the event source of the Target clusters of GRM's functions, deployed
-// once per seed as a Knative ContainerSource (which gives it its sink and the cluster=target
-// overrides): Knative's ApiServerSource adapter for every shoot of the seed (MULTI_TENANT), or
-// for the one TARGET_KUBECONFIG names (see pkg/targetsource).
+// Command clusters is the event source of the clusters the functions watch, deployed as a Knative
+// ContainerSource (which gives it its sink and the cluster extension's override), running
+// Knative's ApiServerSource adapter (see pkg/clustersource): with WATCH=source for the cluster
+// it runs in (source-cluster), with WATCH=target for every shoot of the seed (MULTI_TENANT) or
+// for the one TARGET_KUBECONFIG names (target-clusters).
 package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -13,8 +15,9 @@ import (
 	"knative.dev/eventing/pkg/adapter/v2"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
+	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
-	"github.com/gardener-knative/gardener-knative/pkg/targetsource"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -24,24 +27,30 @@ import (
 type config struct {
 	bootstrap.Config
 	clients.Tenancy
+	// Watch names the cluster watched (clustersource.WatchEnv): the Source (the one the pod runs
+	// in) or the Target.
+	Watch function.Cluster `envconfig:"WATCH" required:"true"`
 	// DiscoveryInterval is how often the seed's tenants are listed anew.
 	DiscoveryInterval time.Duration `envconfig:"TENANT_DISCOVERY_INTERVAL" default:"10s"`
 	ListPageSize      int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
 }
 
-func main() { bootstrap.Main("target-clusters source", run) }
+func main() { bootstrap.Main("cluster source", run) }
 
 func run(ctx context.Context) error {
 	var cfg config
-	process, err := bootstrap.Start(&cfg, "component", "target-clusters")
+	process, err := bootstrap.Start(&cfg, "component", "cluster-source")
 	if err != nil {
 		return err
+	}
+	if cfg.Watch != function.Source && cfg.Watch != function.Target {
+		return fmt.Errorf("%s=%q: watch the %s or the %s", clustersource.WatchEnv, cfg.Watch, function.Source, function.Target)
 	}
 	zapLog, err := zap.NewProduction()
 	if err != nil {
 		return err
 	}
-	envs, err := targetsource.AdapterEnvs()
+	envs, err := clustersource.AdapterEnvs()
 	if err != nil {
 		return err
 	}
@@ -50,11 +59,16 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := targetsource.Options{
+	opts := clustersource.Options{
 		Adapters: envs, Sink: sink, Prefix: cfg.TenantPrefix, Interval: cfg.DiscoveryInterval, PageSize: cfg.ListPageSize,
 		Log: zapLog.Sugar(), Registry: process.Registry,
 	}
-	if cfg.MultiTenant {
+	switch {
+	case cfg.Watch == function.Source:
+		if opts.Single, err = process.SourceRESTConfig(); err != nil {
+			return err
+		}
+	case cfg.MultiTenant:
 		seed, err := process.SourceClient(scheme.Gardener)
 		if err != nil {
 			return err
@@ -66,12 +80,14 @@ func run(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-	} else if opts.Single, err = process.TargetRESTConfig(); err != nil {
-		return err
+	default:
+		if opts.Single, err = process.TargetRESTConfig(); err != nil {
+			return err
+		}
 	}
 	go func() {
-		if err := targetsource.Run(ctx, opts); err != nil {
-			process.Log.Error("target source stopped", "error", err)
+		if err := clustersource.Run(ctx, opts); err != nil {
+			process.Log.Error("cluster source stopped", "error", err)
 		}
 	}()
 	// Health and metrics; the source receives nothing.

@@ -1,16 +1,23 @@
-// Package targetsource is the event source of the Target clusters: Knative's own ApiServerSource
-// adapter code (knative.dev/eventing/pkg/adapter/apiserver), run once for the one target of a
-// single-target deployment, or once per tenant of a seed, in one process: one always-on pod per
-// seed however many shoots it serves, instead of one adapter pod per shoot.
+// Package clustersource is the event source of the clusters the functions watch: Knative's own
+// ApiServerSource adapter code (knative.dev/eventing/pkg/adapter/apiserver) in a pod of ours (a
+// ContainerSource), run once for one cluster (the Source, where the pod runs, or the one target of
+// a single-target deployment), or once per tenant of a seed, in one process: one always-on pod
+// per seed however many shoots it serves, instead of one adapter pod per shoot.
 //
-// Every event it sends says cluster=target (the deployment's ceOverrides) and, per seed, names
-// its tenant (the shoot's control-plane namespace) in the tenant extension, so that a function
-// knows whose cluster to read. Tenants are discovered from the seed (its extensions.gardener.cloud
-// Clusters) every Interval and reached with their access Secrets (pkg/tenant/clients), the same
-// way the webhooks and the functions reach them: a new tenant starts being watched within an
-// interval, a tenant that goes away stops, and a tenant whose access changed (a rotated token or
-// CA) is watched anew, all without a restart.
-package targetsource
+// The Source is watched this way rather than by Knative's ApiServerSource because that
+// controller resolves even an empty namespace selector to the list of every namespace and writes
+// it into its adapter's Deployment: each namespace created or deleted (a project, a shoot) rolls
+// the adapter, and the events of that moment are lost. Here the adapter watches every namespace
+// without a list, and nothing restarts it.
+//
+// Every event it sends carries the deployment's ceOverrides (cluster=source or cluster=target)
+// and, per seed, names its tenant (the shoot's control-plane namespace) in the tenant extension,
+// so that a function knows whose cluster to read. Tenants are discovered from the seed (its
+// extensions.gardener.cloud Clusters) every Interval and reached with their access Secrets
+// (pkg/tenant/clients), the same way the webhooks and the functions reach them: a new tenant
+// starts being watched within an interval, a tenant that goes away stops, and a tenant whose
+// access changed (a rotated token or CA) is watched anew, all without a restart.
+package clustersource
 
 import (
 	"context"
@@ -39,7 +46,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
-// The variables of the target source's container that hold its adapters' configurations
+// The variables of the source's container that hold its adapters' configurations
 // (apiserver.Config): the kinds watched in Resource mode, and the confidential kinds watched in
 // Reference mode (Secrets: their content must not travel through the Broker). Knative's
 // adapter reads its own from K_SOURCE_CONFIG.
@@ -47,6 +54,10 @@ const (
 	ResourcesConfigEnv  = "K_SOURCE_CONFIG"
 	ReferencesConfigEnv = "K_REFERENCES_CONFIG"
 )
+
+// WatchEnv is the variable that names the cluster a source's container watches: the Source it
+// runs in, or the Target (its tenants, or its one target).
+const WatchEnv = "WATCH"
 
 // AdapterEnvs are the environments of the adapters the process's environment configures, one
 // per mode (ResourcesConfigEnv, ReferencesConfigEnv), as Knative's adapter reads its own. They
@@ -77,15 +88,16 @@ func AdapterEnvs() ([]adapter.EnvConfigAccessor, error) {
 	return envs, nil
 }
 
-// Options configure a target source.
+// Options configure a cluster source.
 type Options struct {
 	// Adapters are the adapters' environments (NAME, NAMESPACE, K_SOURCE_CONFIG with the watched
 	// resources and mode, K_SINK), as Knative's ContainerSource and the deployment give them
-	// (AdapterEnvs): each runs once per target.
+	// (AdapterEnvs): each runs once per cluster watched.
 	Adapters []adapter.EnvConfigAccessor
-	// Sink sends the events; its overrides set cluster=target.
+	// Sink sends the events; its overrides set the cluster extension.
 	Sink cloudevents.Client
-	// Single is the one target of a single-target deployment; nil serves the tenants.
+	// Single is the one cluster watched (the Source, or the target of a single-target
+	// deployment); nil serves the tenants.
 	Single *rest.Config
 	// Seed lists the tenants, Tenants reaches them, Prefix says which namespaces are tenants
 	// (tenant.DefaultPrefix when empty).
@@ -99,7 +111,7 @@ type Options struct {
 	Registry prometheus.Registerer
 }
 
-// Run watches the target(s) until ctx ends.
+// Run watches the cluster(s) until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	m := newMetrics(opts.Registry)
 	if opts.Single != nil {
@@ -256,7 +268,7 @@ func watch(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) e
 	if t != "" {
 		sink = &tenantSink{Client: opts.Sink, tenant: string(t)}
 	}
-	// The adapters of one target live and die together: when one ends, the target is watched
+	// The adapters of one cluster live and die together: when one ends, the cluster is watched
 	// anew at the next discovery, all of it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -301,10 +313,10 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		watched:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "gardener_knative_target_source_tenants_watched", Help: "Targets whose adapter runs."}),
-		starts:            prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_target_source_tenant_starts_total", Help: "Tenant adapters started (new tenants, changed access, restarts)."}),
-		unreachable:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_target_source_tenants_unreachable_total", Help: "Discoveries of a tenant that could not be reached (not enrolled, no token yet, seed errors)."}),
-		discoveryFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_target_source_discovery_failures_total", Help: "Failed LISTs of the seed's tenants."}),
+		watched:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "gardener_knative_cluster_source_tenants_watched", Help: "Targets whose adapter runs."}),
+		starts:            prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_tenant_starts_total", Help: "Tenant adapters started (new tenants, changed access, restarts)."}),
+		unreachable:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_tenants_unreachable_total", Help: "Discoveries of a tenant that could not be reached (not enrolled, no token yet, seed errors)."}),
+		discoveryFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_discovery_failures_total", Help: "Failed LISTs of the seed's tenants."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.watched, m.starts, m.unreachable, m.discoveryFailures)

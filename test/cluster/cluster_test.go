@@ -144,11 +144,8 @@ func TestDeployedAndReady(t *testing.T) {
 // podsOf counts a Knative Service's pods that are not terminating.
 func podsOf(t *testing.T, service string) int {
 	t.Helper()
-	pods := &corev1.PodList{}
-	require.NoError(t, c.List(context.Background(), pods, client.InNamespace(namespace),
-		client.MatchingLabels{"serving.knative.dev/service": service}))
 	n := 0
-	for _, p := range pods.Items {
+	for _, p := range allPodsOf(t, service) {
 		if p.DeletionTimestamp == nil {
 			n++
 		}
@@ -156,11 +153,21 @@ func podsOf(t *testing.T, service string) int {
 	return n
 }
 
-// waitForZero waits until a Service has scaled to zero pods.
+// allPodsOf lists a Knative Service's pods, terminating ones included.
+func allPodsOf(t *testing.T, service string) []corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	require.NoError(t, c.List(context.Background(), pods, client.InNamespace(namespace),
+		client.MatchingLabels{"serving.knative.dev/service": service}))
+	return pods.Items
+}
+
+// waitForZero waits until a Service has no pod at all: a terminating pod drains for 30 s and
+// still serves what is routed to it meanwhile, so a cold start needs it gone too.
 func waitForZero(t *testing.T, service string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, service+" at zero pods", func() error {
-		if n := podsOf(t, service); n > 0 {
+	eventually(t, timeout, service+" at zero pods, none draining", func() error {
+		if n := len(allPodsOf(t, service)); n > 0 {
 			return fmt.Errorf("%d pods", n)
 		}
 		return nil
@@ -178,44 +185,54 @@ func exists(obj client.Object) error {
 
 // The project function creates the namespace a Project names, with the Project's labels.
 func TestProjectCreatesItsNamespace(t *testing.T) {
-	name := fmt.Sprintf("e2e-%d", time.Now().Unix()%100000)
+	ns, took := projectNamespace(t, fmt.Sprintf("e2e-%d", time.Now().Unix()%100000))
+	require.Equal(t, "project", ns.Labels["gardener.cloud/role"])
+	t.Logf("namespace %s created %s after its Project", ns.Name, took.Round(time.Millisecond))
+}
+
+// projectNamespace creates a Project and times until the project function has created its
+// namespace: source pod, Broker, Trigger filter, (activator and a new pod when at zero), the
+// function's reads and writes. Its resync sweep runs every 10 minutes, so only the event can
+// be the cause.
+func projectNamespace(t *testing.T, name string) (*corev1.Namespace, time.Duration) {
+	t.Helper()
 	p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	p.Spec.Namespace = ptr.To("garden-" + name)
 	owner := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "owner@example.com"}
 	p.Spec.Owner = &owner
 	p.Spec.Members = []gardencorev1beta1.ProjectMember{{Subject: owner, Role: gardencorev1beta1.ProjectMemberAdmin, Roles: []string{gardencorev1beta1.ProjectMemberOwner}}}
+	start := time.Now()
 	require.NoError(t, c.Create(context.Background(), p))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-" + name}}
-	// By its event: the project function's resync sweep runs every 10 minutes.
-	took := eventually(t, 2*time.Minute, "namespace of project "+name, func() error { return exists(ns) })
+	eventually(t, 2*time.Minute, "namespace of project "+name, func() error { return exists(ns) })
+	took := time.Since(start)
 	require.Equal(t, name, ns.Labels["project.gardener.cloud/name"])
-	require.Equal(t, "project", ns.Labels["gardener.cloud/role"])
-	t.Logf("namespace %s created %s after its Project", ns.Name, took.Round(time.Millisecond))
+	return ns, took
 }
 
-// An event reaches a function that is at zero pods: Knative wakes one and the function writes.
-// The bastion function deletes a Bastion whose Shoot does not exist; its resync PingSource ticks
-// at each full minute, so each run starts at zero pods and away from a tick.
+// An event reaches a function that has no pod: Knative wakes one and the function writes. The
+// project function creates the namespace of a new Project; each run starts with no project pod
+// at all, not even a draining one, and away from the ten-minute resync tick that wakes it.
 func TestEventFromZero(t *testing.T) {
 	runs := envInt("COLD_RUNS", 3)
-	ns := shootNamespace(t, "garden-cold")
 	var took []time.Duration
 	for i := range runs {
-		// At zero, and away from the minute tick that wakes it.
-		for attempt := 0; ; attempt++ {
-			require.Less(t, attempt, 5, "bastion never idle away from its tick")
-			waitForZero(t, "bastion", 3*time.Minute)
-			for sec := time.Now().Second(); sec < 5 || sec > 40; sec = time.Now().Second() {
-				time.Sleep(time.Second)
+		waitForZero(t, "project", 3*time.Minute)
+		eventually(t, 3*time.Minute, "project at zero, away from its tick", func() error {
+			now := time.Now()
+			if now.Minute()%10 == 9 || now.Second() < 5 || now.Second() > 45 {
+				return fmt.Errorf("%s is near a tick", now.Format(time.TimeOnly))
 			}
-			if podsOf(t, "bastion") == 0 {
-				break
+			if n := len(allPodsOf(t, "project")); n > 0 {
+				return fmt.Errorf("%d pods", n)
 			}
-		}
-		took = append(took, orphanBastion(t, ns, fmt.Sprintf("cold-%d", i)))
+			return nil
+		})
+		_, d := projectNamespace(t, fmt.Sprintf("cold-%d-%d", time.Now().Unix()%100000, i))
+		took = append(took, d)
 	}
-	t.Logf("event to the function's write (a Bastion of a missing Shoot deleted), from zero pods, %d runs: %s", runs, summary(took))
+	t.Logf("event to the function's write (a Project's namespace created), from no pod at all, %d runs: %s", runs, summary(took))
 }
 
 // Steady state: the function is warm; object change to the function's write. A namespace comes

@@ -113,7 +113,7 @@ func podRSS(uid string) uint64 {
 	return rss
 }
 
-// An admission request to a webhook Service at zero pods: the kube-apiserver's call wakes one
+// An admission request to a webhook Service with no pod at all: the kube-apiserver's call wakes one
 // through Knative's ingress and activator, and the answer is the webhook's (a protected CRD's
 // deletion refused), never a failure-policy default.
 func TestAdmissionFromZero(t *testing.T) {
@@ -126,5 +126,5 @@ func TestAdmissionFromZero(t *testing.T) {
 		deleteRefused(t, crd)
 		took = append(took, time.Since(start))
 	}
-	t.Logf("admission request to response, from zero pods, %d runs: %s", runs, summary(took))
+	t.Logf("admission request to response, from no pod at all, %d runs: %s", runs, summary(took))
 }

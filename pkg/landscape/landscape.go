@@ -51,9 +51,10 @@ type Options struct {
 	SourceLogger *zap.SugaredLogger
 }
 
-// Settings are the functions' settings (KEY=value) in a demonstration landscape, `make run`'s and
-// the one-node cluster's (hack/clusterprep makes them the functions' <name>-settings ConfigMaps):
-// the features Gardener leaves off by default are on, so that every function shows its work.
+// Settings are the functions' settings (KEY=value) in a demonstration landscape: `make run`'s,
+// test/e2e's and the one-node cluster's (hack/clusterprep makes them the functions'
+// <name>-settings ConfigMaps). The features Gardener leaves off by default are on, so that every
+// function shows its work.
 var Settings = map[string][]string{
 	// Projects created now are younger than Gardener's minimum lifetime (30 days): without this,
 	// the stale sweep could show none of its rules on the samples.

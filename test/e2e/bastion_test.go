@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,23 +42,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// make run's settings (the features Gardener leaves off, on), and the bastion function's
+	// debug log.
+	env := maps.Clone(landscape.Settings)
+	env["bastion"] = append(slices.Clone(env["bastion"]), "LOG_LEVEL=debug")
 	land, err = landscape.Start(context.Background(), landscape.Options{
 		Dir:            dir,
 		FunctionOutput: func(string) io.Writer { return &logs },
-		Env: map[string][]string{
-			"bastion": {"LOG_LEVEL=debug"},
-			// On, so that its sweep runs (unconfigured, as in Gardener, it is off).
-			"event": {"EVENT_TTL_NON_SHOOT_EVENTS=1h"},
-			// Off unless configured, as in Gardener; managedresource then leaves collectable
-			// objects to it.
-			"garbagecollector": {"GARBAGE_COLLECTOR_ENABLED=true"},
-			"managedresource":  {"GARBAGE_COLLECTOR_ENABLED=true"},
-			"tokenrequestor":   {"TOKEN_REQUESTOR_ENABLED=true"},
-			"tokeninvalidator": {"TOKEN_INVALIDATOR_ENABLED=true"},
-			"node":             {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
-			"csrapprover":      {"CSR_APPROVER_ENABLED=true"},
-			"networkpolicy":    {"NETWORK_POLICY_ENABLED=true"},
-		},
+		Env:            env,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -34,10 +34,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// nonroot is distroless' unprivileged user, which ko.yaml's base image declares.
-const nonroot = "65532"
+	"github.com/gardener-knative/gardener-knative/hack/baseimage"
+)
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:5055", "address to serve the registry on")
@@ -90,11 +89,7 @@ func pushImages(addr, busybox string) error {
 	if err != nil {
 		return fmt.Errorf("the pause image needs a static busybox (Debian: busybox-static): %w", err)
 	}
-	base, err := image(v1.Config{
-		User:       nonroot,
-		WorkingDir: "/home/nonroot",
-		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-	}, []file{
+	base, err := image(baseimage.Config(), []file{
 		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
 		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnonroot:x:65532:\n")},
 		{name: "home/nonroot/", mode: 0o700, uid: 65532},

@@ -46,6 +46,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gardener-knative/gardener-knative/hack/baseimage"
 )
 
 const (
@@ -54,8 +56,6 @@ const (
 	repoRoot = "../.."
 	// repo is the repository ko pushes to (KO_DOCKER_REPO), below the in-process registry.
 	repo = "gardener-knative"
-	// baseUser is the base image's user: distroless' nonroot (65532), which the images keep.
-	baseUser = "65532"
 	// defaultPlatform is what the test builds unless KO_PLATFORM says otherwise.
 	defaultPlatform = "linux/amd64"
 
@@ -252,12 +252,8 @@ func pushBase(t *testing.T, reg *testRegistry, platforms []string) baseImage {
 			OS:           platform.OS,
 			Architecture: platform.Architecture,
 			Variant:      platform.Variant,
-			Config: v1.Config{
-				User:       baseUser,
-				WorkingDir: "/home/nonroot",
-				Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-			},
-			RootFS: v1.RootFS{Type: "layers"},
+			Config:       baseimage.Config(),
+			RootFS:       v1.RootFS{Type: "layers"},
 		})
 		require.NoError(t, err)
 		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
@@ -491,7 +487,7 @@ func checkPlatformImage(t *testing.T, reg *testRegistry, base baseImage, img v1.
 	require.NoError(t, err)
 	require.Equal(t, p.OS, cfg.OS)
 	require.Equal(t, p.Architecture, cfg.Architecture)
-	require.Equal(t, baseUser, cfg.Config.User, "%s %s: the base's nonroot user", importPath, platform)
+	require.Equal(t, baseimage.User, cfg.Config.User, "%s %s: the base's nonroot user", importPath, platform)
 	entrypoint := "/ko-app/" + path.Base(importPath)
 	require.Equal(t, []string{entrypoint}, cfg.Config.Entrypoint, "%s %s: entrypoint", importPath, platform)
 

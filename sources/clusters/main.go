@@ -85,11 +85,23 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
+	// The source ends only with ctx, or when the adapters of its one cluster fail: then the
+	// process exits, so that Kubernetes restarts it rather than keep a Ready pod that watches
+	// nothing.
+	running, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	go func() {
-		if err := clustersource.Run(ctx, opts); err != nil {
-			process.Log.Error("cluster source stopped", "error", err)
+		err := clustersource.Run(running, opts)
+		if running.Err() == nil {
+			stop(fmt.Errorf("cluster source stopped: %v", err))
 		}
 	}()
 	// Health and metrics; the source receives nothing.
-	return process.Serve(ctx, http.NotFoundHandler(), bootstrap.ServeOptions{})
+	if err := process.Serve(running, http.NotFoundHandler(), bootstrap.ServeOptions{}); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return context.Cause(running)
 }

@@ -218,8 +218,7 @@ func TestEventFromZero(t *testing.T) {
 	runs := envInt("COLD_RUNS", 3)
 	var took []time.Duration
 	for i := range runs {
-		waitForZero(t, "project", 3*time.Minute)
-		eventually(t, 3*time.Minute, "project at zero, away from its tick", func() error {
+		eventually(t, 4*time.Minute, "project with no pod at all, away from its tick", func() error {
 			now := time.Now()
 			if now.Minute()%10 == 9 || now.Second() < 5 || now.Second() > 45 {
 				return fmt.Errorf("%s is near a tick", now.Format(time.TimeOnly))

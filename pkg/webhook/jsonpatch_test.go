@@ -62,11 +62,12 @@ func TestCreatePatchAnswersAsJSONPatch(t *testing.T) {
 	}
 }
 
-// randomValue is a JSON value of at most depth levels, with keys and strings from a small
+// randomValue is a JSON value of at most depth levels (a scalar at depth 0 or below: mutate
+// recurses past 0), with keys and strings from a small
 // alphabet so that documents share members.
 func randomValue(r *rand.Rand, depth int) any {
 	switch n := r.IntN(7); {
-	case depth == 0 || n == 0:
+	case depth <= 0 || n == 0:
 		return []any{nil, true, false, 1, 2.5, "x", "y/z", "~"}[r.IntN(8)]
 	case n <= 3:
 		obj := map[string]any{}

@@ -62,9 +62,9 @@ func TestCreatePatchAnswersAsJSONPatch(t *testing.T) {
 	}
 }
 
-// randomValue is a JSON value of at most depth levels (a scalar at depth 0 or below: mutate
-// recurses past 0), with keys and strings from a small
-// alphabet so that documents share members.
+// randomValue is a JSON value of at most depth levels (a scalar at depth 0 or below, since
+// mutate recurses past 0), with keys and strings from a small alphabet so that documents
+// share members.
 func randomValue(r *rand.Rand, depth int) any {
 	switch n := r.IntN(7); {
 	case depth <= 0 || n == 0:

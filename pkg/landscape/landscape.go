@@ -132,7 +132,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		if l.ShootKubeconfig, err = writeKubeconfig(l.Shoot, filepath.Join(opts.Dir, "shoot-kubeconfig")); err != nil {
 			return nil, err
 		}
-		if err := l.Env.Enroll(ctx, Tenant, l.Shoot); err != nil {
+		if err := testenv.Enroll(ctx, l.Env.Client, Tenant, l.Shoot); err != nil {
 			return nil, fmt.Errorf("enrolling the shoot %s: %w", Tenant, err)
 		}
 	}

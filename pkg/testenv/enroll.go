@@ -15,17 +15,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
-// Enroll does in the seed e and the shoot what gardenlet does for a shoot's
+// Enroll does in the seed and the shoot what gardenlet does for a shoot's
 // gardener-resource-manager, so that the tenant t (the shoot's control-plane namespace) can be
 // served per seed: in the shoot the ServiceAccount kube-system/gardener-resource-manager bound to
 // cluster-admin; in the seed the namespace t, the Cluster t annotated with the name of the
 // generic token kubeconfig, that kubeconfig (the shoot's server and CA, a token file) and the
 // access Secret holding the ServiceAccount's token (valid for a day).
-func (e *Env) Enroll(ctx context.Context, t tenant.Name, shoot *Env) error {
+func Enroll(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: v1beta1constants.DeploymentNameGardenerResourceManager}}
 	if err := shoot.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -43,11 +44,11 @@ func (e *Env) Enroll(ctx context.Context, t tenant.Name, shoot *Env) error {
 	}
 
 	ns := string(t)
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := seed.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	kubeconfigName := v1beta1constants.SecretNameGenericTokenKubeconfig + "-0123abcd"
-	if err := e.Client.Create(ctx, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{
+	if err := seed.Create(ctx, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{
 		Name: ns, Annotations: map[string]string{v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName: kubeconfigName},
 	}}); err != nil {
 		return err
@@ -56,10 +57,10 @@ func (e *Env) Enroll(ctx context.Context, t tenant.Name, shoot *Env) error {
 	if err != nil {
 		return err
 	}
-	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigName}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
+	if err := seed.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigName}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
 		return err
 	}
-	return e.Client.Create(ctx, &corev1.Secret{
+	return seed.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.DefaultAccessSecret},
 		Data:       map[string][]byte{"token": []byte(tokenRequest.Status.Token)},
 	})

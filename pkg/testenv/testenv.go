@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path"
 	"strings"
@@ -133,6 +134,10 @@ type Options struct {
 	// APIServerArgs set kube-apiserver flags (name without dashes → value), e.g.
 	// "authorization-mode": "RBAC,Webhook".
 	APIServerArgs map[string]string
+	// Address is the address kube-apiserver serves and advertises (its certificate names it);
+	// empty means 127.0.0.1. A shoot of the one-node cluster listens on the host's address, so
+	// that pods reach it.
+	Address string
 }
 
 // AuditLogDirEnv names a directory: when set, every control plane writes kube-apiserver's audit
@@ -185,6 +190,16 @@ func StartWith(opts Options) (*Env, error) {
 	env := &envtest.Environment{
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: append(crds, opts.CRDs...)},
 		ErrorIfCRDPathMissing: true,
+	}
+	if opts.Address != "" {
+		// envtest takes the address only with a port; without one it picks both, on loopback.
+		port, err := freePort(opts.Address)
+		if err != nil {
+			return nil, err
+		}
+		apiServer := env.ControlPlane.GetAPIServer()
+		apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: opts.Address, Port: port}
+		apiServer.Configure().Set("advertise-address", opts.Address)
 	}
 	for name, value := range opts.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
@@ -308,4 +323,15 @@ func Parallel(n int, do func(i int) error) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// freePort is a port free on address now.
+func freePort(address string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(address, "0"))
+	if err != nil {
+		return "", fmt.Errorf("finding a free port on %s: %w", address, err)
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
 }

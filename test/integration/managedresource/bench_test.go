@@ -124,7 +124,7 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		if err := seed.Client.Get(ctx, client.ObjectKey{Name: string(names[i])}, &corev1.Namespace{}); err == nil {
 			continue // enrolled by an earlier round
 		}
-		require.NoError(b, seed.Enroll(ctx, names[i], shootB))
+		require.NoError(b, testenv.Enroll(ctx, seed.Client, names[i], shootB))
 	}
 	var sent sync.Map
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -51,10 +51,10 @@ func run(m *testing.M) (int, error) {
 		defer func(e *testenv.Env) { _ = e.Stop() }(*env)
 	}
 	ctx := context.Background()
-	if err := seed.Enroll(ctx, tenantA, shootA); err != nil {
+	if err := testenv.Enroll(ctx, seed.Client, tenantA, shootA); err != nil {
 		return 0, err
 	}
-	if err := seed.Enroll(ctx, tenantB, shootB); err != nil {
+	if err := testenv.Enroll(ctx, seed.Client, tenantB, shootB); err != nil {
 		return 0, err
 	}
 	return m.Run(), nil

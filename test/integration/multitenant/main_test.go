@@ -103,7 +103,7 @@ func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, s := range []*shoot{shootA, shootB} {
-		if err := seed.Enroll(ctx, s.tenant, s.env); err != nil {
+		if err := testenv.Enroll(ctx, seed.Client, s.tenant, s.env); err != nil {
 			return 0, fmt.Errorf("enrolling %s: %w", s.tenant, err)
 		}
 	}

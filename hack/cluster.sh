@@ -76,6 +76,9 @@ network_up() {
   # OUTPUT sees the first route), so that is let through first.
   iptables -N "$CHAIN"
   iptables -A "$CHAIN" -o "$SVC_BRIDGE" -j RETURN
+  # The host's own traffic to its own addresses (e.g. to the pod bridge's, where test/cluster
+  # serves its chart registry) stays on the machine.
+  iptables -A "$CHAIN" -o lo -j RETURN
   iptables -A "$CHAIN" -s "$POD_RANGE" ! -o "$POD_BRIDGE" -j DROP
   iptables -A "$CHAIN" -d "$POD_RANGE" ! -o "$POD_BRIDGE" -j DROP
   iptables -A "$CHAIN" -d "$SVC_CIDR" -j DROP
@@ -474,6 +477,9 @@ env_() {
   echo "export CLUSTER_ASSETS=$(cat "$D/assets")"
   echo "export CLUSTER_HOST_IP=$(cat "$D/hostip")"
   echo "export CLUSTER_INGRESS=$(cat "$D/hostip"):$INGRESS_PORT"
+  # The host's address on the pod bridge (the pods' gateway, a private address): what pods reach
+  # of a server the suite runs on the host without TLS (test/cluster's chart registry).
+  echo "export CLUSTER_POD_GATEWAY=$(ip -4 -o addr show "$POD_BRIDGE" | awk '{split($4, a, "/"); print a[1]}')"
 }
 
 case "${1:-}" in

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
+	"github.com/gardener-knative/gardener-knative/pkg/landscape/samples"
 	"github.com/gardener-knative/gardener-knative/sources"
 	"github.com/go-logr/logr"
 )
@@ -85,11 +86,10 @@ func run(dir string, withSamples bool) error {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	sampleChartRef = land.SampleChartRef
 	if withSamples {
 		// Created before the sources start: ApiServerSource does not replay existing objects,
 		// so only the first sweep can find them, as after a cold start on a real cluster.
-		if err := createSamples(ctx, land.Env.Client); err != nil {
+		if err := samples.Create(ctx, land.Env.Client, land.SampleChartRef); err != nil {
 			return err
 		}
 	}
@@ -109,19 +109,19 @@ func run(dir string, withSamples bool) error {
 	fmt.Println("Every sweep runs every 20 s here (on a cluster: its own schedule).")
 	fmt.Println("Ctrl-C stops everything. What each function did, from its /metrics:")
 	if land.Seed != nil && withSamples {
-		status.lines = append(status.lines, registrationChain{garden: land.Env.Client, seed: land.Seed.Client}.line)
+		status.lines = append(status.lines, samples.RegistrationChain{Garden: land.Env.Client, Seed: land.Seed.Client}.Line)
 	}
 	if withSamples {
-		status.lines = append(status.lines, networkPolicyLine(land.Env.Client))
+		status.lines = append(status.lines, samples.NetworkPolicyLine(land.Env.Client))
 	}
 	if land.Shoot != nil && withSamples {
 		fmt.Printf("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)\n", land.ShootKubeconfig, landscape.Tenant)
-		kubelet, err := land.Shoot.As("system:node:"+sampleNode, "system:nodes")
+		kubelet, err := land.Shoot.As("system:node:"+samples.NodeName, "system:nodes")
 		if err != nil {
 			return err
 		}
-		status.lines = append(status.lines, (&grmSample{seed: land.Env.Client, shoot: land.Shoot.Client}).line,
-			(&shootNodes{shoot: land.Shoot.Client, seed: land.Env.Client, kubelet: kubelet}).line)
+		status.lines = append(status.lines, (&samples.GRM{Seed: land.Env.Client, Shoot: land.Shoot.Client}).Line,
+			(&samples.ShootNodes{Shoot: land.Shoot.Client, Seed: land.Env.Client, Kubelet: kubelet}).Line)
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

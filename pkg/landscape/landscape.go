@@ -149,8 +149,8 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		}
 		var seedCtx context.Context
 		seedCtx, l.stopSeed = context.WithCancel(context.Background())
-		go finalizeNamespaces(seedCtx, seedClient)
-		if l.ChartRegistry, l.SampleChartRef, err = startChartRegistry(); err != nil {
+		go FinalizeNamespaces(seedCtx, seedClient)
+		if l.ChartRegistry, l.SampleChartRef, err = StartChartRegistry("127.0.0.1:0"); err != nil {
 			return nil, err
 		}
 	}

@@ -20,10 +20,13 @@ const (
 	SampleChartVersion = "0.1.0"
 )
 
-// startChartRegistry serves the landscape's OCI registry on a free loopback port, with the
-// sample chart pushed by Helm's registry client, and returns it with the chart's reference.
-func startChartRegistry() (*ocitest.Registry, string, error) {
-	registry, err := ocitest.StartAt("127.0.0.1:0", "", "")
+// StartChartRegistry serves an OCI registry at address (host:port; a free port with port 0),
+// with the sample chart pushed by Helm's registry client, and returns it with the chart's
+// reference. The landscape's is on loopback; the one-node cluster's suite serves it on the pod
+// bridge's address, which pods reach and go-containerregistry speaks plain HTTP to (a private
+// range).
+func StartChartRegistry(address string) (*ocitest.Registry, string, error) {
+	registry, err := ocitest.StartAt(address, "", "")
 	if err != nil {
 		return nil, "", fmt.Errorf("OCI registry: %w", err)
 	}
@@ -43,13 +46,13 @@ func startChartRegistry() (*ocitest.Registry, string, error) {
 // finalizeNamespacesInterval is how often the seed's terminating namespaces are looked at.
 const finalizeNamespacesInterval = 500 * time.Millisecond
 
-// finalizeNamespaces stands in for kube-controller-manager's namespace controller on the seed,
-// which envtest does not run: without it a deleted namespace stays Terminating forever, and so
+// FinalizeNamespaces stands in for kube-controller-manager's namespace controller on the seed
+// (and, in test/cluster, on the shoot), which envtest does not run: without it a deleted namespace stays Terminating forever, and so
 // would every ControllerInstallation whose deletion waits for its namespace. It releases the
 // "kubernetes" finalizer of each namespace being deleted. It does not delete what the namespace
 // still holds, as the real controller would first: the functions remove their objects before
 // they delete a namespace (the controllerinstallation function uninstalls the release).
-func finalizeNamespaces(ctx context.Context, seed kubernetes.Interface) {
+func FinalizeNamespaces(ctx context.Context, cluster kubernetes.Interface) {
 	ticker := time.NewTicker(finalizeNamespacesInterval)
 	defer ticker.Stop()
 	for {
@@ -59,7 +62,7 @@ func finalizeNamespaces(ctx context.Context, seed kubernetes.Interface) {
 		case <-ticker.C:
 		}
 		terminating := metav1.ListOptions{FieldSelector: "status.phase=" + string(corev1.NamespaceTerminating)}
-		namespaces, err := seed.CoreV1().Namespaces().List(ctx, terminating)
+		namespaces, err := cluster.CoreV1().Namespaces().List(ctx, terminating)
 		if err != nil {
 			continue // the seed is stopping, or busy: the next tick tries again
 		}
@@ -69,7 +72,7 @@ func finalizeNamespaces(ctx context.Context, seed kubernetes.Interface) {
 				continue
 			}
 			ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
-			_, _ = seed.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}) // a conflict is retried on the next tick
+			_, _ = cluster.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}) // a conflict is retried on the next tick
 		}
 	}
 }

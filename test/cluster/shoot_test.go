@@ -53,9 +53,10 @@ type shoot struct {
 	tenant tenant.Name
 }
 
-// startShoot starts the shoot's control plane and enrolls it in the seed; the cleanup removes
-// the tenant from the seed (its ManagedResources must be gone first) and stops the shoot.
-func startShoot(t *testing.T) *shoot {
+// startShoot starts the shoot's control plane and enrolls it in the seed as tenant tn; the
+// cleanup removes the tenant from the seed (its ManagedResources must be gone first) and stops
+// the shoot.
+func startShoot(t *testing.T, tn tenant.Name) *shoot {
 	t.Helper()
 	ctx := context.Background()
 	dir := os.Getenv("CLUSTER_DIR")
@@ -63,7 +64,7 @@ func startShoot(t *testing.T) *shoot {
 		// The cluster's kube-apiserver and etcd are envtest's (hack/cluster-assets.sh).
 		t.Setenv("KUBEBUILDER_ASSETS", os.Getenv("CLUSTER_ASSETS"))
 	}
-	s := &shoot{tenant: tenant.Name(fmt.Sprintf("shoot--e2e--s%d", time.Now().Unix()%100000))}
+	s := &shoot{tenant: tn}
 	authz := writeShootAuthorizer(t, s.tenant, dir)
 	env, err := testenv.StartWith(testenv.Options{
 		Address: os.Getenv("CLUSTER_HOST_IP"),
@@ -159,7 +160,7 @@ func installShootRegistration(t *testing.T, s *shoot, file string) {
 // grm-webhooks and grm-node-agent-authorizer at the tenant's path.
 func TestShoot(t *testing.T) {
 	ctx := context.Background()
-	s := startShoot(t)
+	s := startShoot(t, tenant.Name(fmt.Sprintf("shoot--e2e--s%d", time.Now().Unix()%100000)))
 	ns := string(s.tenant)
 
 	t.Run("ManagedResource applied into the shoot", func(t *testing.T) {
@@ -178,7 +179,11 @@ data:
 			Spec:       resourcesv1alpha1.ManagedResourceSpec{SecretRefs: []corev1.LocalObjectReference{{Name: "e2e"}}},
 		}
 		require.NoError(t, c.Create(ctx, mr))
-		t.Cleanup(func() { deleteManagedResource(t, mr, s) })
+		t.Cleanup(func() {
+			deleteManagedResource(t, mr)
+			err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "e2e-config"}, &corev1.ConfigMap{})
+			require.True(t, apierrors.IsNotFound(err), "its ConfigMap is deleted from the shoot: %v", err)
+		})
 		took := eventually(t, 2*time.Minute, "the ManagedResource's objects in the shoot", func() error {
 			cm := &corev1.ConfigMap{}
 			if err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "e2e-config"}, cm); err != nil {
@@ -290,9 +295,9 @@ data:
 	})
 }
 
-// deleteManagedResource deletes a ManagedResource and waits until it is gone, with its objects
-// deleted from the shoot, so that the tenant can go.
-func deleteManagedResource(t *testing.T, mr *resourcesv1alpha1.ManagedResource, s *shoot) {
+// deleteManagedResource deletes a ManagedResource and waits until it is gone (its objects deleted
+// from the shoot), so that the tenant can go.
+func deleteManagedResource(t *testing.T, mr *resourcesv1alpha1.ManagedResource) {
 	ctx := context.Background()
 	if err := c.Delete(ctx, mr); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting the ManagedResource: %v", err)
@@ -304,6 +309,4 @@ func deleteManagedResource(t *testing.T, mr *resourcesv1alpha1.ManagedResource, 
 		}
 		return nil
 	})
-	err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "e2e-config"}, &corev1.ConfigMap{})
-	require.True(t, apierrors.IsNotFound(err), "its ConfigMap is deleted from the shoot: %v", err)
 }

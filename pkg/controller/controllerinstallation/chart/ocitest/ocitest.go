@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Registry is an OCI registry served on a loopback address (go-containerregistry and Helm speak
-// plain HTTP to loopback registries).
+// Registry is an OCI registry served on a loopback or private address (go-containerregistry and
+// Helm speak plain HTTP to those).
 type Registry struct {
 	// Host is host:port, the registry part of references.
 	Host               string
@@ -44,7 +44,7 @@ func Start(username, password string) *Registry {
 	return r
 }
 
-// StartAt serves a registry at a loopback address (host:port).
+// StartAt serves a registry at a loopback or private address (host:port).
 func StartAt(address, username, password string) (*Registry, error) {
 	listener, err := net.Listen("tcp", address)
 	if err != nil {

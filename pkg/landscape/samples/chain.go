@@ -1,4 +1,4 @@
-package main
+package samples
 
 import (
 	"context"
@@ -19,26 +19,26 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
-// registrationChain is the live view's line following the sample registration chain
+// RegistrationChain is the live view's line following the sample registration chain
 // (controllerinstallationSamples) through both API servers: the Extension, the
 // ControllerRegistration and ControllerDeployment made of it, the Shoot that requires it, the
 // ControllerInstallation on the seed and the Helm release there.
-type registrationChain struct {
-	garden, seed client.Client
+type RegistrationChain struct {
+	Garden, Seed client.Client
 }
 
 // line reads the chain (a handful of requests) and renders it, e.g.
 // "registration chain: Extension sample-extension ✓ → CR/CD ✓ → Shoot ✓ → CI sample-extension-x2b4k ✓ → release deployed on seed ✓".
-func (c registrationChain) line() string {
+func (c RegistrationChain) Line() string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	steps := []string{c.extension(ctx), c.registration(ctx), c.shoot(ctx), c.installation(ctx), c.release(ctx)}
 	return "registration chain: " + strings.Join(steps, " → ")
 }
 
-func (c registrationChain) extension(ctx context.Context) string {
+func (c RegistrationChain) extension(ctx context.Context) string {
 	ext := &operatorv1alpha1.Extension{}
-	if err := c.garden.Get(ctx, client.ObjectKey{Name: chainExtension}, ext); err != nil {
+	if err := c.Garden.Get(ctx, client.ObjectKey{Name: chainExtension}, ext); err != nil {
 		return "Extension " + chainExtension + " " + mark(err)
 	}
 	if cond := function.GetCondition(ext.Status.Conditions, operatorv1alpha1.ExtensionInstalled); cond == nil || cond.Status != gardencorev1beta1.ConditionTrue {
@@ -47,25 +47,25 @@ func (c registrationChain) extension(ctx context.Context) string {
 	return "Extension " + chainExtension + " ✓"
 }
 
-func (c registrationChain) registration(ctx context.Context) string {
-	if err := c.garden.Get(ctx, client.ObjectKey{Name: chainExtension}, &gardencorev1beta1.ControllerRegistration{}); err != nil {
+func (c RegistrationChain) registration(ctx context.Context) string {
+	if err := c.Garden.Get(ctx, client.ObjectKey{Name: chainExtension}, &gardencorev1beta1.ControllerRegistration{}); err != nil {
 		return "CR " + mark(err)
 	}
-	if err := c.garden.Get(ctx, client.ObjectKey{Name: chainExtension}, &gardencorev1beta1.ControllerDeployment{}); err != nil {
+	if err := c.Garden.Get(ctx, client.ObjectKey{Name: chainExtension}, &gardencorev1beta1.ControllerDeployment{}); err != nil {
 		return "CD " + mark(err)
 	}
 	return "CR/CD ✓"
 }
 
-func (c registrationChain) shoot(ctx context.Context) string {
-	err := c.garden.Get(ctx, client.ObjectKey{Namespace: chainShootNamespace, Name: chainShoot}, &gardencorev1beta1.Shoot{})
+func (c RegistrationChain) shoot(ctx context.Context) string {
+	err := c.Garden.Get(ctx, client.ObjectKey{Namespace: chainShootNamespace, Name: chainShoot}, &gardencorev1beta1.Shoot{})
 	if apierrors.IsNotFound(err) {
 		return "Shoot deleted"
 	}
 	return "Shoot " + mark(err)
 }
 
-func (c registrationChain) installation(ctx context.Context) string {
+func (c RegistrationChain) installation(ctx context.Context) string {
 	ci, err := c.chainInstallation(ctx)
 	switch {
 	case err != nil:
@@ -82,9 +82,9 @@ func (c registrationChain) installation(ctx context.Context) string {
 }
 
 // chainInstallation is the seed's installation of the chain's registration, nil when none.
-func (c registrationChain) chainInstallation(ctx context.Context) (*gardencorev1beta1.ControllerInstallation, error) {
+func (c RegistrationChain) chainInstallation(ctx context.Context) (*gardencorev1beta1.ControllerInstallation, error) {
 	list := &gardencorev1beta1.ControllerInstallationList{}
-	if err := c.garden.List(ctx, list, client.MatchingFields{"spec.registrationRef.name": chainExtension}); err != nil {
+	if err := c.Garden.List(ctx, list, client.MatchingFields{"spec.registrationRef.name": chainExtension}); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {
@@ -97,10 +97,10 @@ func (c registrationChain) chainInstallation(ctx context.Context) (*gardencorev1
 
 // release reads Helm's release records of the chain's registration on the seed (metadata only:
 // the status is a label), in whichever installation's namespace.
-func (c registrationChain) release(ctx context.Context) string {
+func (c RegistrationChain) release(ctx context.Context) string {
 	records := &metav1.PartialObjectMetadataList{}
 	records.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	if err := c.seed.List(ctx, records, client.MatchingLabels{helmrelease.LabelOwner: helmrelease.OwnerHelm, helmrelease.LabelName: chainExtension}); err != nil {
+	if err := c.Seed.List(ctx, records, client.MatchingLabels{helmrelease.LabelOwner: helmrelease.OwnerHelm, helmrelease.LabelName: chainExtension}); err != nil {
 		return "release " + mark(err)
 	}
 	if len(records.Items) == 0 {

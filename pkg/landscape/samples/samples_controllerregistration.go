@@ -1,4 +1,4 @@
-package main
+package samples
 
 import (
 	"context"
@@ -75,7 +75,9 @@ func controllerregistrationSamples(ctx context.Context, c client.Client) error {
 		secrets.NewNamespace(seed, seedNamespace),
 		registration("sample-cr-provider", gardencorev1beta1.ControllerDeploymentPolicyOnDemand,
 			res{Kind: "ControlPlane", Type: provider}, res{Kind: "Infrastructure", Type: provider}, res{Kind: "Worker", Type: provider}),
-		registration("sample-cr-always", gardencorev1beta1.ControllerDeploymentPolicyAlways, res{Kind: "Extension", Type: "sample-always"}),
+		// Not primary: Gardener allows a seed selector only on registrations that control no
+		// resource primarily.
+		registration("sample-cr-always", gardencorev1beta1.ControllerDeploymentPolicyAlways, res{Kind: "Extension", Type: "sample-always", Primary: ptr.To(false)}),
 		registration("sample-cr-os", gardencorev1beta1.ControllerDeploymentPolicyOnDemand, res{Kind: "OperatingSystemConfig", Type: "sample-os"}),
 		registration("sample-cr-unused", gardencorev1beta1.ControllerDeploymentPolicyOnDemand, res{Kind: "Extension", Type: "sample-unused"}),
 		shoot,

@@ -1,4 +1,4 @@
-package main
+package samples
 
 import (
 	"context"
@@ -14,10 +14,6 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 )
-
-// sampleChartRef is the OCI reference of the sample chart in the landscape's registry
-// (landscape.SampleChartRef); run sets it before the samples are created.
-var sampleChartRef string
 
 // The registration chain's samples: the Extension, the Shoot that makes it required, and where.
 const (
@@ -48,43 +44,45 @@ const (
 // deletes the installation, and with it the release and its namespace. Look at the release with
 // `kubectl --kubeconfig .landscape/seed-kubeconfig get cm,secrets -A -l 'owner=helm'` and the
 // chart's ConfigMap `sample-extension-config`; the live view's "registration chain" line follows it.
-func controllerinstallationSamples(ctx context.Context, c client.Client) error {
-	seed := &gardencorev1beta1.Seed{ObjectMeta: metav1.ObjectMeta{Name: controllerinstallationSeed}}
-	seed.Spec.Provider = gardencorev1beta1.SeedProvider{Type: "local", Region: "local", Zones: []string{"0"}}
-	seed.Spec.Networks = gardencorev1beta1.SeedNetworks{Pods: "10.1.0.0/16", Services: "10.2.0.0/16"}
-	seed.Spec.Ingress = &gardencorev1beta1.Ingress{Domain: "ingress.local.seed.local.gardener.cloud"}
-	if err := c.Create(ctx, seed); err != nil {
-		return err
-	}
-	seed.Status.ClusterIdentity = ptr.To(controllerinstallationSeed + "-identity")
-	if err := c.Status().Update(ctx, seed); err != nil {
-		return err
-	}
+func controllerinstallationSamples(chartRef string) sample {
+	return func(ctx context.Context, c client.Client) error {
+		seed := &gardencorev1beta1.Seed{ObjectMeta: metav1.ObjectMeta{Name: controllerinstallationSeed}}
+		seed.Spec.Provider = gardencorev1beta1.SeedProvider{Type: "local", Region: "local", Zones: []string{"0"}}
+		seed.Spec.Networks = gardencorev1beta1.SeedNetworks{Pods: "10.1.0.0/16", Services: "10.2.0.0/16"}
+		seed.Spec.Ingress = &gardencorev1beta1.Ingress{Domain: "ingress.local.seed.local.gardener.cloud"}
+		if err := c.Create(ctx, seed); err != nil {
+			return err
+		}
+		seed.Status.ClusterIdentity = ptr.To(controllerinstallationSeed + "-identity")
+		if err := c.Status().Update(ctx, seed); err != nil {
+			return err
+		}
 
-	ext := &operatorv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: chainExtension}}
-	ext.Spec.Resources = []gardencorev1beta1.ControllerResource{{Kind: "Extension", Type: chainExtensionType}}
-	ext.Spec.Deployment = &operatorv1alpha1.Deployment{ExtensionDeployment: &operatorv1alpha1.ExtensionDeploymentSpec{
-		DeploymentSpec: operatorv1alpha1.DeploymentSpec{Helm: &operatorv1alpha1.ExtensionHelm{
-			OCIRepository: &gardencorev1.OCIRepository{Ref: ptr.To(sampleChartRef)},
-		}},
-		Values: &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"hello from the registration chain"}`)},
-		Policy: ptr.To(gardencorev1beta1.ControllerDeploymentPolicyOnDemand),
-	}}
-	if err := c.Create(ctx, ext); err != nil {
-		return err
-	}
+		ext := &operatorv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: chainExtension}}
+		ext.Spec.Resources = []gardencorev1beta1.ControllerResource{{Kind: "Extension", Type: chainExtensionType}}
+		ext.Spec.Deployment = &operatorv1alpha1.Deployment{ExtensionDeployment: &operatorv1alpha1.ExtensionDeploymentSpec{
+			DeploymentSpec: operatorv1alpha1.DeploymentSpec{Helm: &operatorv1alpha1.ExtensionHelm{
+				OCIRepository: &gardencorev1.OCIRepository{Ref: ptr.To(chartRef)},
+			}},
+			Values: &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"hello from the registration chain"}`)},
+			Policy: ptr.To(gardencorev1beta1.ControllerDeploymentPolicyOnDemand),
+		}}
+		if err := c.Create(ctx, ext); err != nil {
+			return err
+		}
 
-	if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chainShootNamespace}})); err != nil {
-		return err
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chainShootNamespace}})); err != nil {
+			return err
+		}
+		shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: chainShoot, Namespace: chainShootNamespace}}
+		shoot.Spec.SeedName = ptr.To(controllerinstallationSeed)
+		shoot.Spec.Provider.Type = "local"
+		shoot.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "local", Minimum: 1, Maximum: 1, Machine: gardencorev1beta1.Machine{Type: "local"}}}
+		shoot.Spec.Extensions = []gardencorev1beta1.Extension{{Type: chainExtensionType}}
+		if err := c.Create(ctx, shoot); err != nil {
+			return err
+		}
+		shoot.Status.SeedName = ptr.To(controllerinstallationSeed) // scheduled and reconciled there, as gardenlet reports
+		return c.Status().Update(ctx, shoot)
 	}
-	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: chainShoot, Namespace: chainShootNamespace}}
-	shoot.Spec.SeedName = ptr.To(controllerinstallationSeed)
-	shoot.Spec.Provider.Type = "local"
-	shoot.Spec.Provider.Workers = []gardencorev1beta1.Worker{{Name: "local", Minimum: 1, Maximum: 1, Machine: gardencorev1beta1.Machine{Type: "local"}}}
-	shoot.Spec.Extensions = []gardencorev1beta1.Extension{{Type: chainExtensionType}}
-	if err := c.Create(ctx, shoot); err != nil {
-		return err
-	}
-	shoot.Status.SeedName = ptr.To(controllerinstallationSeed) // scheduled and reconciled there, as gardenlet reports
-	return c.Status().Update(ctx, shoot)
 }

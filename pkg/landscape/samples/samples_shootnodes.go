@@ -1,4 +1,4 @@
-package main
+package samples
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // the live view in the landscape's shoot (which has no kubelet: the view plays it, marking the
 // critical Pod ready a while after its creation and requesting the Node's serving certificate).
 const (
-	sampleNode         = "demo-node"
+	NodeName           = "demo-node"
 	sampleCriticalPod  = "demo-critical-component"
 	sampleNoAutomount  = "demo-no-automount"
 	sampleStaticToken  = "demo-no-automount-token"
@@ -36,15 +36,15 @@ const (
 	sampleCSR          = "demo-node-serving"
 )
 
-// shootNodes is the live view's line following them. seed holds the Machines; kubelet is the
+// ShootNodes is the live view's line following them. seed holds the Machines; kubelet is the
 // shoot's API as the sample Node's kubelet (system:node:demo-node), which requests its serving
 // certificate.
-type shootNodes struct {
-	shoot, seed, kubelet client.Client
+type ShootNodes struct {
+	Shoot, Seed, Kubelet client.Client
 	created              time.Time
 }
 
-func (s *shootNodes) line() string {
+func (s *ShootNodes) Line() string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if s.created.IsZero() {
@@ -56,16 +56,16 @@ func (s *shootNodes) line() string {
 	return "GRM node: " + s.taint(ctx) + "\n" + "GRM token invalidator: " + s.token(ctx) + "\n" + "GRM CSR approver: " + s.csr(ctx)
 }
 
-func (s *shootNodes) create(ctx context.Context) error {
+func (s *ShootNodes) create(ctx context.Context) error {
 	nodes := []*corev1.Node{
-		{ObjectMeta: metav1.ObjectMeta{Name: sampleNode}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1beta1constants.TaintNodeCriticalComponentsNotReady, Effect: corev1.TaintEffectNoSchedule}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: sampleNode + "-2"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: sampleNode + "-3"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: NodeName}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1beta1constants.TaintNodeCriticalComponentsNotReady, Effect: corev1.TaintEffectNoSchedule}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: NodeName + "-2"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: NodeName + "-3"}},
 	}
 	objs := []client.Object{
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: sampleCriticalPod, Labels: map[string]string{v1beta1constants.LabelNodeCriticalComponent: "true"}},
-			Spec:       corev1.PodSpec{NodeName: sampleNode, Containers: []corev1.Container{{Name: "agent", Image: "registry.local/agent:1"}}},
+			Spec:       corev1.PodSpec{NodeName: NodeName, Containers: []corev1.Container{{Name: "agent", Image: "registry.local/agent:1"}}},
 		},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: sampleNoAutomount}, AutomountServiceAccountToken: ptr.To(false)},
 		&corev1.Secret{
@@ -78,40 +78,40 @@ func (s *shootNodes) create(ctx context.Context) error {
 		objs = append(objs, n)
 	}
 	for _, obj := range objs {
-		if err := client.IgnoreAlreadyExists(s.shoot.Create(ctx, obj)); err != nil {
+		if err := client.IgnoreAlreadyExists(s.Shoot.Create(ctx, obj)); err != nil {
 			return err
 		}
 	}
 	// The Node's addresses, which its serving certificate names, and its Machine in the seed.
 	node := nodes[0]
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: sampleNode}, {Type: corev1.NodeInternalIP, Address: sampleNodeIP}}
-	if err := s.shoot.Status().Update(ctx, node); err != nil {
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: NodeName}, {Type: corev1.NodeInternalIP, Address: sampleNodeIP}}
+	if err := s.Shoot.Status().Update(ctx, node); err != nil {
 		return err
 	}
 	machine := &unstructured.Unstructured{}
 	machine.SetGroupVersionKind(kinds.Machine.GroupVersionKind)
 	machine.SetNamespace(string(landscape.Tenant))
 	machine.SetName(sampleMachine)
-	machine.SetLabels(map[string]string{"node": sampleNode})
-	if err := client.IgnoreAlreadyExists(s.seed.Create(ctx, machine)); err != nil {
+	machine.SetLabels(map[string]string{"node": NodeName})
+	if err := client.IgnoreAlreadyExists(s.Seed.Create(ctx, machine)); err != nil {
 		return err
 	}
 	// The kubelet may request certificates (kubeadm binds it so; this shoot has no Node authorizer).
-	if err := client.IgnoreAlreadyExists(s.shoot.Create(ctx, &rbacv1.ClusterRoleBinding{
+	if err := client.IgnoreAlreadyExists(s.Shoot.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-node-bootstrapper"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-bootstrapper"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + sampleNode}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + NodeName}},
 	})); err != nil {
 		return err
 	}
 	request, err := csrcontroller.NewRequestPEM(csrcontroller.RequestTemplate{
-		CommonName: "system:node:" + sampleNode, Organizations: []string{"system:nodes"},
-		DNSNames: []string{sampleNode}, IPAddresses: []net.IP{net.ParseIP(sampleNodeIP)},
+		CommonName: "system:node:" + NodeName, Organizations: []string{"system:nodes"},
+		DNSNames: []string{NodeName}, IPAddresses: []net.IP{net.ParseIP(sampleNodeIP)},
 	})
 	if err != nil {
 		return err
 	}
-	return client.IgnoreAlreadyExists(s.kubelet.Create(ctx, &certificatesv1.CertificateSigningRequest{
+	return client.IgnoreAlreadyExists(s.Kubelet.Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: sampleCSR},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: request, SignerName: certificatesv1.KubeletServingSignerName,
@@ -121,27 +121,27 @@ func (s *shootNodes) create(ctx context.Context) error {
 }
 
 // csr follows the kubelet's serving certificate request.
-func (s *shootNodes) csr(ctx context.Context) string {
+func (s *ShootNodes) csr(ctx context.Context) string {
 	csr := &certificatesv1.CertificateSigningRequest{}
-	if err := s.shoot.Get(ctx, client.ObjectKey{Name: sampleCSR}, csr); err != nil {
-		return "kubelet-serving CSR of " + sampleNode + " …"
+	if err := s.Shoot.Get(ctx, client.ObjectKey{Name: sampleCSR}, csr); err != nil {
+		return "kubelet-serving CSR of " + NodeName + " …"
 	}
 	for _, c := range csr.Status.Conditions {
 		switch c.Type {
 		case certificatesv1.CertificateApproved:
-			return fmt.Sprintf("kubelet-serving CSR %s of %s (Machine %s/%s in the seed) approved ✓ (%s)", sampleCSR, sampleNode, landscape.Tenant, sampleMachine, c.Message)
+			return fmt.Sprintf("kubelet-serving CSR %s of %s (Machine %s/%s in the seed) approved ✓ (%s)", sampleCSR, NodeName, landscape.Tenant, sampleMachine, c.Message)
 		case certificatesv1.CertificateDenied:
-			return fmt.Sprintf("kubelet-serving CSR %s of %s denied: %s", sampleCSR, sampleNode, c.Message)
+			return fmt.Sprintf("kubelet-serving CSR %s of %s denied: %s", sampleCSR, NodeName, c.Message)
 		}
 	}
-	return "kubelet-serving CSR " + sampleCSR + " of " + sampleNode + " pending …"
+	return "kubelet-serving CSR " + sampleCSR + " of " + NodeName + " pending …"
 }
 
 // taint follows the critical-components taint of the sample Node and the delays of all three.
-func (s *shootNodes) taint(ctx context.Context) string {
+func (s *ShootNodes) taint(ctx context.Context) string {
 	node := &corev1.Node{}
-	if err := s.shoot.Get(ctx, client.ObjectKey{Name: sampleNode}, node); err != nil {
-		return "Node " + sampleNode + " …"
+	if err := s.Shoot.Get(ctx, client.ObjectKey{Name: NodeName}, node); err != nil {
+		return "Node " + NodeName + " …"
 	}
 	tainted := false
 	for _, t := range node.Spec.Taints {
@@ -159,7 +159,7 @@ func (s *shootNodes) taint(ctx context.Context) string {
 	}
 	nodes := &corev1.NodeList{}
 	var delays []string
-	if err := s.shoot.List(ctx, nodes); err == nil {
+	if err := s.Shoot.List(ctx, nodes); err == nil {
 		for _, n := range nodes.Items {
 			if d := n.Annotations[v1beta1constants.AnnotationNodeAgentReconciliationDelay]; d != "" {
 				delays = append(delays, n.Name+"="+d)
@@ -167,15 +167,15 @@ func (s *shootNodes) taint(ctx context.Context) string {
 		}
 	}
 	if len(delays) == 0 {
-		return "Node " + sampleNode + ": " + step + "; reconciliation delays …"
+		return "Node " + NodeName + ": " + step + "; reconciliation delays …"
 	}
-	return "Node " + sampleNode + ": " + step + "; reconciliation delays " + strings.Join(delays, ", ") + " ✓"
+	return "Node " + NodeName + ": " + step + "; reconciliation delays " + strings.Join(delays, ", ") + " ✓"
 }
 
 // markReady plays the kubelet: the critical Pod's Ready condition.
-func (s *shootNodes) markReady(ctx context.Context) {
+func (s *ShootNodes) markReady(ctx context.Context) {
 	pod := &corev1.Pod{}
-	if err := s.shoot.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: sampleCriticalPod}, pod); err != nil {
+	if err := s.Shoot.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: sampleCriticalPod}, pod); err != nil {
 		return
 	}
 	for _, c := range pod.Status.Conditions {
@@ -185,13 +185,13 @@ func (s *shootNodes) markReady(ctx context.Context) {
 	}
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-	_ = s.shoot.Status().Update(ctx, pod)
+	_ = s.Shoot.Status().Update(ctx, pod)
 }
 
 // token follows the static token of the ServiceAccount that opts out of automounting.
-func (s *shootNodes) token(ctx context.Context) string {
+func (s *ShootNodes) token(ctx context.Context) string {
 	secret := &corev1.Secret{}
-	if err := s.shoot.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: sampleStaticToken}, secret); err != nil {
+	if err := s.Shoot.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: sampleStaticToken}, secret); err != nil {
 		return "static token of kube-system/" + sampleNoAutomount + " …"
 	}
 	if secret.Labels[tokeninvalidator.LabelConsider] != "true" {

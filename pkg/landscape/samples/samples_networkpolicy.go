@@ -1,4 +1,4 @@
-package main
+package samples
 
 import (
 	"context"
@@ -43,8 +43,8 @@ func networkpolicySamples(ctx context.Context, c client.Client) error {
 	}))
 }
 
-// networkPolicyLine follows the policies the controller made for the Service.
-func networkPolicyLine(c client.Client) func() string {
+// NetworkPolicyLine follows the policies the controller made for the Service.
+func NetworkPolicyLine(c client.Client) func() string {
 	return func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -1,4 +1,4 @@
-package main
+package samples
 
 import (
 	"context"
@@ -19,7 +19,8 @@ import (
 // The ManagedResource sample: in the seed's namespace of the landscape's shoot, a Secret with a
 // Namespace, a ConfigMap and a Deployment for the shoot, and the ManagedResource naming it.
 const (
-	grmSampleName      = "demo"
+	// GRMName names the sample's ManagedResource and its Secret.
+	GRMName            = "demo"
 	grmSampleNamespace = "demo"
 	grmSampleConfigMap = "demo-config"
 	grmSampleValue     = "as the ManagedResource says"
@@ -76,38 +77,38 @@ func managedresourceSamples(ctx context.Context, c client.Client) error {
 		return err
 	}
 	if err := c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: grmSampleName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: GRMName},
 		Data:       map[string][]byte{"objects.yaml": []byte(grmSampleManifest)},
 	}); client.IgnoreAlreadyExists(err) != nil {
 		return err
 	}
 	return client.IgnoreAlreadyExists(c.Create(ctx, &resourcesv1alpha1.ManagedResource{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: grmSampleName},
-		Spec:       resourcesv1alpha1.ManagedResourceSpec{SecretRefs: []corev1.LocalObjectReference{{Name: grmSampleName}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: GRMName},
+		Spec:       resourcesv1alpha1.ManagedResourceSpec{SecretRefs: []corev1.LocalObjectReference{{Name: GRMName}}},
 	}))
 }
 
-// grmSample is the live view's line following the ManagedResource sample: applied into the
+// GRM is the live view's line following the ManagedResource sample: applied into the
 // shoot, a manual edit of its ConfigMap (made once, by this line) reconciled back on the edit's
 // own event, and its conditions.
-type grmSample struct {
-	seed, shoot client.Client
+type GRM struct {
+	Seed, Shoot client.Client
 	edited      time.Time
 	// lastToken and tokens count the tokens the sample's Secret got (renewals).
 	lastToken string
 	tokens    int
 }
 
-func (g *grmSample) line() string {
+func (g *GRM) Line() string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	mr := &resourcesv1alpha1.ManagedResource{}
-	if err := g.seed.Get(ctx, client.ObjectKey{Namespace: string(landscape.Tenant), Name: grmSampleName}, mr); err != nil {
-		return "GRM: ManagedResource " + grmSampleName + " …"
+	if err := g.Seed.Get(ctx, client.ObjectKey{Namespace: string(landscape.Tenant), Name: GRMName}, mr); err != nil {
+		return "GRM: ManagedResource " + GRMName + " …"
 	}
 	steps := []string{fmt.Sprintf("ManagedResource %s/%s %s", mr.Namespace, mr.Name, conditionMark(mr, resourcesv1alpha1.ResourcesApplied))}
 	cm := &corev1.ConfigMap{}
-	err := g.shoot.Get(ctx, client.ObjectKey{Namespace: grmSampleNamespace, Name: grmSampleConfigMap}, cm)
+	err := g.Shoot.Get(ctx, client.ObjectKey{Namespace: grmSampleNamespace, Name: grmSampleConfigMap}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		steps = append(steps, "objects in shoot …")
@@ -122,9 +123,9 @@ func (g *grmSample) line() string {
 }
 
 // token follows the token requestor sample: the token in the seed's Secret, and its renewals.
-func (g *grmSample) token(ctx context.Context) string {
+func (g *GRM) token(ctx context.Context) string {
 	secret := &corev1.Secret{}
-	if err := g.seed.Get(ctx, client.ObjectKey{Namespace: string(landscape.Tenant), Name: grmSampleToken}, secret); err != nil || len(secret.Data["token"]) == 0 {
+	if err := g.Seed.Get(ctx, client.ObjectKey{Namespace: string(landscape.Tenant), Name: grmSampleToken}, secret); err != nil || len(secret.Data["token"]) == 0 {
 		return "GRM: token of the shoot's kube-system/demo …"
 	}
 	if string(secret.Data["token"]) != g.lastToken {
@@ -135,19 +136,19 @@ func (g *grmSample) token(ctx context.Context) string {
 }
 
 // drift edits the ConfigMap by hand once, and then tells whether the function put it back.
-func (g *grmSample) drift(ctx context.Context, cm *corev1.ConfigMap) string {
+func (g *GRM) drift(ctx context.Context, cm *corev1.ConfigMap) string {
 	if g.edited.IsZero() {
 		cm.Data["greeting"] = "edited by hand"
-		if err := g.shoot.Update(ctx, cm); err != nil {
+		if err := g.Shoot.Update(ctx, cm); err != nil {
 			return "manual edit …"
 		}
 		g.edited = time.Now()
-		return "manual edit made"
+		return "manual edit made …"
 	}
 	if cm.Data["greeting"] == grmSampleValue {
 		return "manual edit reverted ✓"
 	}
-	return fmt.Sprintf("manual edit pending (%s)", time.Since(g.edited).Round(time.Second))
+	return fmt.Sprintf("manual edit pending (%s) …", time.Since(g.edited).Round(time.Second))
 }
 
 func conditionMark(mr *resourcesv1alpha1.ManagedResource, t gardencorev1beta1.ConditionType) string {

@@ -1,0 +1,113 @@
+// Package samples are every function's sample objects, which show it at work in `make run`
+// (hack/landscape) and on the one-node cluster (test/cluster), and the live lines that follow
+// their outcomes through the API servers.
+package samples
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// sample creates the objects that show a function at work.
+type sample func(ctx context.Context, c client.Client) error
+
+// all are, per function, the samples that show it at work in `make run` and on the one-node
+// cluster; each lives in samples_<function>.go beside this file. chartRef is the OCI reference
+// of the landscape's sample chart, which the registration chain's Extensions install.
+func all(chartRef string) []sample {
+	return []sample{
+		bastionSamples,
+		secretbindingSamples,
+		credentialsbindingSamples,
+		shootSamples,
+		shootStatusSamples,
+		shootHibernationSamples,
+		seedSamples,
+		cloudprofileSamples,
+		namespacedcloudprofileSamples,
+		controllerdeploymentSamples(chartRef),
+		controllerregistrationSamples,
+		controllerinstallationSamples(chartRef),
+		extensionSamples(chartRef),
+		exposureclassSamples,
+		quotaSamples,
+		projectSamples,
+		projectStaleSamples,
+		eventSamples,
+		certificatesigningrequestSamples,
+		managedseedsetSamples,
+		managedresourceSamples,
+		networkpolicySamples,
+	}
+}
+
+// Create creates every function's samples in the garden (or seed) cluster c, with chartRef as
+// the sample chart's OCI reference (landscape.SampleChartName:SampleChartVersion in a registry
+// the functions reach).
+func Create(ctx context.Context, c client.Client, chartRef string) error {
+	for _, create := range all(chartRef) {
+		if err := create(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bastionSamples creates a project namespace with a Shoot and Bastions that show each way the
+// bastion function acts: one already expired, one whose Shoot does not exist, one that
+// expires two minutes after start and one that lives on.
+func bastionSamples(ctx context.Context, c client.Client) error {
+	const ns = "garden-bastion"
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+		return err
+	}
+	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns}}
+	shoot.Spec.SeedName = ptr.To("local")
+	if err := c.Create(ctx, shoot); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, sample := range []struct {
+		name, shoot string
+		expires     time.Time
+	}{
+		{"expired", "local", now.Add(-time.Minute)},
+		{"orphan", "deleted-long-ago", now.Add(time.Hour)},
+		{"expires-in-2m", "local", now.Add(2 * time.Minute)},
+		{"live", "local", now.Add(12 * time.Hour)},
+	} {
+		b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: sample.name, Namespace: ns}}
+		b.Spec.ShootRef.Name = sample.shoot
+		b.Spec.SeedName = ptr.To("local")
+		if err := c.Create(ctx, b); err != nil {
+			return err
+		}
+		b.Status.ExpirationTimestamp = &metav1.Time{Time: sample.expires}
+		if err := c.Status().Update(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Done tells whether a live line shows its samples' outcomes complete: the lines mark each step
+// still pending with "…", a failed read with "? (<error>)" and each part done with "✓".
+func Done(line string) bool {
+	if strings.Contains(line, "…") || strings.Contains(line, "? (") {
+		return false
+	}
+	for _, part := range strings.Split(line, "\n") {
+		if !strings.Contains(part, "✓") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The end-to-end suite on real pods (make e2e-cluster): brings up the one-node cluster with Knative
 # built from source (hack/cluster.sh up), deploys config/ with ko as the README says, runs
-# test/cluster, then deploys config/scale-to-zero/ and runs the scale-to-zero tests; the cluster is
+# test/cluster, then deploys config/scale-to-zero/ and runs the scale-to-zero tests, then the samples; the cluster is
 # torn down on every exit (KEEP_CLUSTER=1 keeps it for a look). Needs root.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,8 +30,12 @@ cd "$root"
 # The deployed config/ first (min-scale 1 for the fail-closed webhooks): Ready, then at work.
 go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
 echo "e2e-cluster: from ko apply to all Ready: $(( $(date +%s) - t1 ))s"
-go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTokenMount|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestSamples|TestShoot' ./test/cluster/
+go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTokenMount|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
 
 # Then the scale-to-zero variant on top (every Service may scale to zero, webhook timeouts 30 s).
 DEPLOY_FILES=config/scale-to-zero/ "$cluster" deploy
 go test -count=1 -timeout 30m -v -run 'TestScaleToZero|TestAdmissionFromZero' ./test/cluster/
+
+# Last, every function's samples of `make run` on the deployed system (its chart registry lives
+# only as long as the test; the installations made of it keep resolving the chart every minute).
+go test -count=1 -timeout 30m -v -run 'TestSamples' ./test/cluster/

@@ -149,7 +149,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		}
 		var seedCtx context.Context
 		seedCtx, l.stopSeed = context.WithCancel(context.Background())
-		go FinalizeNamespaces(seedCtx, seedClient)
+		go finalizeNamespaces(seedCtx, seedClient)
 		if l.ChartRegistry, l.SampleChartRef, err = StartChartRegistry("127.0.0.1:0"); err != nil {
 			return nil, err
 		}

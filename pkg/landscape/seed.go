@@ -46,13 +46,13 @@ func StartChartRegistry(address string) (*ocitest.Registry, string, error) {
 // finalizeNamespacesInterval is how often the seed's terminating namespaces are looked at.
 const finalizeNamespacesInterval = 500 * time.Millisecond
 
-// FinalizeNamespaces stands in for kube-controller-manager's namespace controller on the seed
-// (and, in test/cluster, on the shoot), which envtest does not run: without it a deleted namespace stays Terminating forever, and so
+// finalizeNamespaces stands in for kube-controller-manager's namespace controller on the seed,
+// which envtest does not run: without it a deleted namespace stays Terminating forever, and so
 // would every ControllerInstallation whose deletion waits for its namespace. It releases the
 // "kubernetes" finalizer of each namespace being deleted. It does not delete what the namespace
 // still holds, as the real controller would first: the functions remove their objects before
 // they delete a namespace (the controllerinstallation function uninstalls the release).
-func FinalizeNamespaces(ctx context.Context, cluster kubernetes.Interface) {
+func finalizeNamespaces(ctx context.Context, cluster kubernetes.Interface) {
 	ticker := time.NewTicker(finalizeNamespacesInterval)
 	defer ticker.Stop()
 	for {

@@ -11,7 +11,8 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape/samples"
@@ -37,12 +38,12 @@ func TestSamples(t *testing.T) {
 	require.NoError(t, samples.Create(ctx, c, chartRef))
 	grm := &samples.GRM{Seed: c, Shoot: shoot.env.Client}
 	t.Cleanup(func() {
-		// The ManagedResource goes before the shoot does, so that nothing is left retrying; the
-		// shoot has no namespace controller to finish the deletion of the Namespace it holds.
-		finalizing, stop := context.WithCancel(ctx)
-		defer stop()
-		go landscape.FinalizeNamespaces(finalizing, kubernetes.NewForConfigOrDie(shoot.env.Config))
-		deleteManagedResource(t, &resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Namespace: string(landscape.Tenant), Name: samples.GRMName}})
+		// The ManagedResource goes before the shoot does, so that nothing is left retrying.
+		// Its objects stay in the shoot (keepObjects): GRM deletes them in the foreground, which
+		// a shoot without a garbage collector never completes.
+		mr := &resourcesv1alpha1.ManagedResource{ObjectMeta: metav1.ObjectMeta{Namespace: string(landscape.Tenant), Name: samples.GRMName}}
+		require.NoError(t, c.Patch(ctx, mr, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"keepObjects":true}}`))))
+		deleteManagedResource(t, mr)
 	})
 	for _, l := range []struct {
 		name string

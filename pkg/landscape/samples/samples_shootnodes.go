@@ -152,7 +152,7 @@ func (s *ShootNodes) taint(ctx context.Context) string {
 	case !tainted:
 		step = "critical component ready → taint removed ✓"
 	case time.Since(s.created) < criticalPodReadyIn:
-		step = fmt.Sprintf("tainted until its critical component is ready (the view makes it ready in %s)", (criticalPodReadyIn - time.Since(s.created)).Round(time.Second))
+		step = fmt.Sprintf("tainted until its critical component is ready (the view makes it ready in %s) …", (criticalPodReadyIn - time.Since(s.created)).Round(time.Second))
 	default:
 		step = "critical component ready → taint removal …"
 		s.markReady(ctx)

@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +32,6 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
 // The shoot side. A second kube-apiserver (and etcd) on the host plays a shoot of the cluster,
@@ -265,33 +263,11 @@ data:
 			Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "registry.local/c:1"}}},
 		}
 		// The webhook reads the ServiceAccount from the shoot with the tenant's client.
-		eventually(t, time.Minute, "pod mutated", func() error {
-			p := pod.DeepCopy()
-			if err := s.env.Client.Create(ctx, p, client.DryRunAll); err != nil {
-				return err
-			}
-			for _, v := range p.Spec.Volumes {
-				if v.Name == projectedtokenmount.VolumeName && v.Projected != nil {
-					return nil
-				}
-			}
-			return fmt.Errorf("no %s volume in %v", projectedtokenmount.VolumeName, p.Spec.Volumes)
-		})
+		assertTokenMounted(t, s.env.Client, pod)
 	})
 
 	t.Run("the shoot's kube-apiserver asks grm-node-agent-authorizer at the tenant's path", func(t *testing.T) {
-		review := func(attrs authorizationv1.ResourceAttributes) *authorizationv1.SubjectAccessReview {
-			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: "gardener.cloud:node-agent:machine:m1", Groups: []string{"gardener.cloud:node-agents", "system:authenticated"}, ResourceAttributes: &attrs,
-			}}
-			require.NoError(t, s.env.Client.Create(ctx, sar))
-			return sar
-		}
-		csr := review(authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"})
-		require.True(t, csr.Status.Allowed, "create CSR: %+v", csr.Status)
-		secret := review(authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: "kube-system", Name: "x"})
-		require.False(t, secret.Status.Allowed, "delete a Secret: %+v", secret.Status)
-		require.True(t, secret.Status.Denied, "the authorizer denies, not only has no opinion: %+v", secret.Status)
+		assertNodeAgentAuthorizer(t, s.env.Client)
 	})
 }
 

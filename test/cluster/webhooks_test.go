@@ -10,7 +10,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -82,14 +81,18 @@ func TestProjectedTokenMount(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name},
 		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "127.0.0.1:25000/pause:1"}}},
 	}
-	// The namespace's ServiceAccount cache of the webhook may not know the account yet; the
-	// admission is retried until it does, as a controller would.
+	assertTokenMounted(t, c, pod)
+}
+
+// assertTokenMounted creates pod (a server-side dry run) through cl's kube-apiserver, whose
+// projected-token-mount webhook must add the projected token volume. The webhook's
+// ServiceAccount cache may not know the pod's account yet; the admission is retried until it
+// does, as a controller would.
+func assertTokenMounted(t *testing.T, cl client.Client, pod *corev1.Pod) {
+	t.Helper()
 	eventually(t, time.Minute, "pod mutated", func() error {
 		p := pod.DeepCopy()
-		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil
-			}
+		if err := cl.Create(context.Background(), p, client.DryRunAll); err != nil {
 			return err
 		}
 		for _, v := range p.Spec.Volumes {
@@ -105,12 +108,18 @@ func TestProjectedTokenMount(t *testing.T) {
 // real SubjectAccessReview: a node agent may create CertificateSigningRequests, which RBAC alone
 // never grants it, and may not delete Secrets.
 func TestNodeAgentAuthorizer(t *testing.T) {
-	ctx := context.Background()
+	assertNodeAgentAuthorizer(t, c)
+}
+
+// assertNodeAgentAuthorizer asks cl's kube-apiserver, on real SubjectAccessReviews, whether a node
+// agent may create CertificateSigningRequests (allowed) and delete a Secret (denied).
+func assertNodeAgentAuthorizer(t *testing.T, cl client.Client) {
+	t.Helper()
 	review := func(attrs authorizationv1.ResourceAttributes) *authorizationv1.SubjectAccessReview {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "gardener.cloud:node-agent:machine:m1", Groups: []string{"gardener.cloud:node-agents", "system:authenticated"}, ResourceAttributes: &attrs,
 		}}
-		require.NoError(t, c.Create(ctx, sar))
+		require.NoError(t, cl.Create(context.Background(), sar))
 		return sar
 	}
 	csr := review(authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"})

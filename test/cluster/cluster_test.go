@@ -21,6 +21,7 @@ import (
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
@@ -55,6 +57,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	// controller-runtime logs through its logger (envtest, for the shoots): nowhere here.
+	ctrllog.SetLogger(logr.Discard())
 	c, err = client.New(cfg, client.Options{Scheme: scheme.Gardener})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

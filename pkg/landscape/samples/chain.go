@@ -71,9 +71,9 @@ func (c RegistrationChain) installation(ctx context.Context) string {
 	case err != nil:
 		return "CI " + mark(err)
 	case ci == nil:
-		return "no CI on " + controllerinstallationSeed
+		return "no CI on " + controllerinstallationSeed + " …"
 	case ci.DeletionTimestamp != nil:
-		return "CI " + ci.Name + " being deleted"
+		return "CI " + ci.Name + " being deleted …"
 	}
 	if cond := function.GetCondition(ci.Status.Conditions, gardencorev1beta1.ControllerInstallationInstalled); cond == nil || cond.Status != gardencorev1beta1.ConditionTrue {
 		return "CI " + ci.Name + " …"
@@ -104,7 +104,7 @@ func (c RegistrationChain) release(ctx context.Context) string {
 		return "release " + mark(err)
 	}
 	if len(records.Items) == 0 {
-		return "no release on seed"
+		return "no release on seed …"
 	}
 	latest := controllerinstallation.LatestRelease(records.Items)
 	if latest.Status == release.StatusDeployed {

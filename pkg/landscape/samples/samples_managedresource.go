@@ -113,7 +113,7 @@ func (g *GRM) Line() string {
 	case apierrors.IsNotFound(err):
 		steps = append(steps, "objects in shoot …")
 	case err != nil:
-		steps = append(steps, "shoot unreachable")
+		steps = append(steps, "shoot unreachable …")
 	default:
 		steps = append(steps, fmt.Sprintf("%d objects in shoot ✓", len(mr.Status.Resources)))
 		steps = append(steps, g.drift(ctx, cm))

@@ -85,3 +85,18 @@ func (r lateReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 func (r lateReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return (*r.c).List(ctx, list, opts...)
 }
+
+// A line is done only when none of its steps waits and each of its parts has a step done.
+func TestDone(t *testing.T) {
+	for line, done := range map[string]bool{
+		"registration chain: Extension sample-extension ✓ → CR/CD ✓ → Shoot ✓ → CI sample-extension-x2b4k ✓ → release sample-extension deployed on seed ✓": true,
+		// What an earlier Done took for complete: the installation not made yet.
+		"registration chain: Extension sample-extension ✓ → CR/CD ✓ → Shoot ✓ → no CI on local-seed … → no release on seed …":            false,
+		"registration chain: Extension sample-extension ✓ → CR ? (connection refused) → Shoot ✓":                                         false,
+		"GRM: ManagedResource a/b ✓ → 3 objects in shoot ✓ → manual edit pending (3s) … → healthy …\nGRM: token ✓":                       false,
+		"GRM: ManagedResource a/b ✓ → 3 objects in shoot ✓ → manual edit reverted ✓ → healthy False (DeploymentUnhealthy)\nGRM: token ✓": true,
+		"GRM node: Node n: taint removed ✓\nGRM CSR approver: kubelet-serving CSR c of n denied: no Machine":                             false,
+	} {
+		require.Equal(t, done, samples.Done(line), line)
+	}
+}

@@ -122,8 +122,18 @@ func assertNodeAgentAuthorizer(t *testing.T, cl client.Client) {
 		require.NoError(t, cl.Create(context.Background(), sar))
 		return sar
 	}
-	csr := review(authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"})
-	require.True(t, csr.Status.Allowed, "create CSR: %+v", csr.Status)
+	// A tenant the authorizer found unknown (asked before its enrollment was complete) stays
+	// unknown for the tenant clients' UnknownTTL (10 s) and gets no opinion until then: wait
+	// past it.
+	var csr *authorizationv1.SubjectAccessReview
+	took := eventually(t, 30*time.Second, "the CSR review allowed", func() error {
+		csr = review(authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"})
+		if !csr.Status.Allowed {
+			return fmt.Errorf("create CSR: %+v", csr.Status)
+		}
+		return nil
+	})
+	t.Logf("create CSR allowed after %s", took.Round(time.Millisecond))
 	secret := review(authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: "kube-system", Name: "x"})
 	require.False(t, secret.Status.Allowed, "delete a Secret: %+v", secret.Status)
 	require.True(t, secret.Status.Denied, "the authorizer denies, not only has no opinion: %+v", secret.Status)

@@ -154,8 +154,11 @@ func (g *GRM) drift(ctx context.Context, cm *corev1.ConfigMap) string {
 func conditionMark(mr *resourcesv1alpha1.ManagedResource, t gardencorev1beta1.ConditionType) string {
 	for _, c := range mr.Status.Conditions {
 		if c.Type == t {
-			if c.Status == "True" {
+			switch c.Status {
+			case gardencorev1beta1.ConditionTrue:
 				return "✓"
+			case gardencorev1beta1.ConditionUnknown:
+				return string(c.Status) + " (" + c.Reason + ") …" // not checked yet
 			}
 			return string(c.Status) + " (" + c.Reason + ")"
 		}

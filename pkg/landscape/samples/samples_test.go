@@ -96,6 +96,7 @@ func TestDone(t *testing.T) {
 		"GRM: ManagedResource a/b ✓ → 3 objects in shoot ✓ → manual edit pending (3s) … → healthy …\nGRM: token ✓":                       false,
 		"GRM: ManagedResource a/b ✓ → 3 objects in shoot ✓ → manual edit reverted ✓ → healthy False (DeploymentUnhealthy)\nGRM: token ✓": true,
 		"GRM node: Node n: taint removed ✓\nGRM CSR approver: kubelet-serving CSR c of n denied: no Machine":                             false,
+		"GRM: ManagedResource a/b ✓ → 3 objects in shoot ✓ → manual edit reverted ✓ → healthy Unknown (ChecksPending) …\nGRM: token ✓":   false,
 	} {
 		require.Equal(t, done, samples.Done(line), line)
 	}

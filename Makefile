@@ -9,7 +9,7 @@ ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 # .cache/bin/ (test/deploy resolves config/ with it); such a line stops when it cannot be built.
 KO = ko=$$(hack/ko.sh); export KO_BIN=$$ko;
 
-.PHONY: run test build generate bench coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
+.PHONY: run test chaos build generate bench coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
 
 ## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
 run:
@@ -23,6 +23,12 @@ test:
 	rm -rf .cache/audit
 	$(ASSETS) $(KO) export AUDIT_LOG_DIR=$$PWD/.cache/audit; go test -count=1 ./...
 	go run ./hack/leastprivilege -dir .cache/audit
+
+## chaos: the whole landscape under event faults (drops, duplicates, reordering, delays, adapter
+## restarts, SIGKILL mid-sweep, two replicas, all combined) against a fault-free run of the same
+## script (test/chaos; CHAOS_SEED=n repeats a run's random choices)
+chaos:
+	$(ASSETS) CHAOS=1 go test -count=1 -v -timeout 30m -run TestWholeLandscapeConvergesUnderFaults ./test/chaos/
 
 build:
 	go build ./...

@@ -13,11 +13,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +52,19 @@ type Options struct {
 	FunctionOutput func(function string) io.Writer
 	// SourceLogger receives the source adapters' logs.
 	SourceLogger *zap.SugaredLogger
+	// Replicas is the number of processes of each function behind its URL, taking requests in
+	// turn, as Knative's scaling out puts several pods behind a Service; 0 means 1.
+	Replicas int
+	// Front, if set, wraps each function's handler behind its URL (the replicas' proxy), e.g.
+	// to watch or disturb what the Broker delivers.
+	Front func(function string, next http.Handler) http.Handler
+	// Faults are injected between the sources and the Broker (localsources.FaultRelay), their
+	// random choices seeded by FaultSeed.
+	Faults    localsources.Faults
+	FaultSeed int64
+	// ChartRegistryAddress is where the sample chart's registry listens; empty means a free
+	// loopback port.
+	ChartRegistryAddress string
 }
 
 // Settings are the functions' settings (KEY=value) in a demonstration landscape: `make run`'s,
@@ -98,12 +114,29 @@ type Landscape struct {
 	Shoot           *testenv.Env
 	ShootKubeconfig string
 	// URLs of the running functions, by name.
-	URLs      map[string]string
-	opts      Options
-	processes []*exec.Cmd
-	exited    chan error
-	sources   *localsources.Sources
-	stopSeed  context.CancelFunc
+	URLs     map[string]string
+	opts     Options
+	services map[string]*service
+	exited   chan error
+	sources  *localsources.Sources
+	stopSeed context.CancelFunc
+}
+
+// service is a function's processes behind one URL, as a Knative Service's pods.
+type service struct {
+	fn       *function.Function
+	replicas []*replica
+	next     atomic.Uint64
+	server   *http.Server
+}
+
+// replica is one process of a function, on its own port.
+type replica struct {
+	port int
+	cmd  *exec.Cmd
+	// done is closed when cmd has exited; killed tells that the landscape ended it on purpose.
+	done   chan struct{}
+	killed atomic.Bool
 }
 
 // Start starts the control plane and the functions; the sources start with StartSources, so
@@ -112,7 +145,10 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if opts.Functions == nil {
 		opts.Functions = functions.All
 	}
-	started := &Landscape{opts: opts, URLs: map[string]string{}, exited: make(chan error, len(opts.Functions))}
+	if opts.Replicas < 1 {
+		opts.Replicas = 1
+	}
+	started := &Landscape{opts: opts, URLs: map[string]string{}, services: map[string]*service{}, exited: make(chan error, len(opts.Functions)*opts.Replicas)}
 	l = started
 	defer func() {
 		if err != nil {
@@ -150,7 +186,11 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		var seedCtx context.Context
 		seedCtx, l.stopSeed = context.WithCancel(context.Background())
 		go finalizeNamespaces(seedCtx, seedClient)
-		if l.ChartRegistry, l.SampleChartRef, err = StartChartRegistry("127.0.0.1:0"); err != nil {
+		address := opts.ChartRegistryAddress
+		if address == "" {
+			address = "127.0.0.1:0"
+		}
+		if l.ChartRegistry, l.SampleChartRef, err = StartChartRegistry(address); err != nil {
 			return nil, err
 		}
 	}
@@ -193,14 +233,48 @@ func writeKubeconfig(env *testenv.Env, path string) (string, error) {
 }
 
 func (l *Landscape) startFunction(ctx context.Context, fn *function.Function) error {
-	name := fn.Name
-	binary := filepath.Join(l.opts.Dir, name)
-	port, err := freePort()
+	svc := &service{fn: fn}
+	l.services[fn.Name] = svc
+	for range l.opts.Replicas {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		r := &replica{port: port}
+		svc.replicas = append(svc.replicas, r)
+		if err := l.startReplica(ctx, fn, r); err != nil {
+			return err
+		}
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+l.Kubeconfig)
+	var handler http.Handler = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			r := svc.replicas[svc.next.Add(1)%uint64(len(svc.replicas))]
+			pr.SetURL(&url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(r.port)})
+		},
+		// A replica that is gone answers as an unreachable pod does behind Knative: 502, which
+		// the Broker retries.
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		},
+	}
+	if l.opts.Front != nil {
+		handler = l.opts.Front(fn.Name, handler)
+	}
+	svc.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = svc.server.Serve(listener) }()
+	l.URLs[fn.Name] = "http://" + listener.Addr().String()
+	return nil
+}
+
+// startReplica starts one process of fn on r's port and waits until it is ready.
+func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *replica) error {
+	name := fn.Name
+	cmd := exec.Command(filepath.Join(l.opts.Dir, name))
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(r.port), "KUBECONFIG="+l.Kubeconfig)
 	if worksOnTarget(fn) {
 		cmd.Env = append(cmd.Env, "TARGET_KUBECONFIG="+l.SeedKubeconfig, "SEED_NAME="+SeedName)
 	}
@@ -215,11 +289,42 @@ func (l *Landscape) startFunction(ctx context.Context, fn *function.Function) er
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	l.processes = append(l.processes, cmd)
-	go func() { l.exited <- fmt.Errorf("function %s exited: %w", name, cmd.Wait()) }()
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	l.URLs[name] = url
-	return l.waitReady(ctx, name, url)
+	r.cmd, r.done = cmd, make(chan struct{})
+	r.killed.Store(false)
+	go func() {
+		err := cmd.Wait()
+		close(r.done)
+		if !r.killed.Load() {
+			l.exited <- fmt.Errorf("function %s exited: %w", name, err)
+		}
+	}()
+	return l.waitReady(ctx, name, "http://127.0.0.1:"+strconv.Itoa(r.port))
+}
+
+// Kill ends the first process of the named function with SIGKILL, as a node's failure or the
+// OOM killer ends a pod: whatever it was doing stays half done. Its URL answers 502 for it
+// until Restart.
+func (l *Landscape) Kill(name string) error {
+	svc, ok := l.services[name]
+	if !ok {
+		return fmt.Errorf("no function %s", name)
+	}
+	r := svc.replicas[0]
+	r.killed.Store(true)
+	if err := r.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-r.done
+	return nil
+}
+
+// Restart starts the process Kill ended again, on its port, and waits until it is ready.
+func (l *Landscape) Restart(ctx context.Context, name string) error {
+	svc, ok := l.services[name]
+	if !ok {
+		return fmt.Errorf("no function %s", name)
+	}
+	return l.startReplica(ctx, svc.fn, svc.replicas[0])
 }
 
 func (l *Landscape) waitReady(ctx context.Context, name, url string) error {
@@ -253,7 +358,7 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 	if logger == nil {
 		logger = zap.NewNop().Sugar()
 	}
-	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger}
+	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger, Faults: l.opts.Faults, FaultSeed: l.opts.FaultSeed}
 	if l.Shoot != nil {
 		tenants, err := clients.New(clients.Options{Seed: l.Env.Client, Scheme: scheme.Gardener, SharedMapper: l.Env.Client.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
 		if err != nil {
@@ -268,6 +373,9 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 	l.sources = s
 	return nil
 }
+
+// Sources are the running sources (nil before StartSources).
+func (l *Landscape) Sources() *localsources.Sources { return l.sources }
 
 // StopSources stops the source adapters.
 func (l *Landscape) StopSources() error {
@@ -285,14 +393,22 @@ func (l *Landscape) Exited() <-chan error { return l.exited }
 // Stop stops the sources, the functions (SIGTERM, as Knative does) and the control plane.
 func (l *Landscape) Stop() error {
 	errs := []error{l.StopSources()}
-	for _, p := range l.processes {
-		if p.ProcessState == nil {
-			_ = p.Process.Signal(syscall.SIGTERM)
+	var replicas []*replica
+	for _, svc := range l.services {
+		if svc.server != nil {
+			_ = svc.server.Close()
+		}
+		for _, r := range svc.replicas {
+			if r.cmd != nil {
+				r.killed.Store(true) // an exit expected
+				_ = r.cmd.Process.Signal(syscall.SIGTERM)
+				replicas = append(replicas, r)
+			}
 		}
 	}
-	for range l.processes {
+	for _, r := range replicas {
 		select {
-		case <-l.exited:
+		case <-r.done:
 		case <-time.After(10 * time.Second):
 		}
 	}

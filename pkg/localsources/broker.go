@@ -29,6 +29,7 @@ type Broker struct {
 	wg     sync.WaitGroup
 	// DeadLettered counts events that exhausted their retries.
 	DeadLettered atomic.Int64
+	inFlight     atomic.Int64
 }
 
 type route struct {
@@ -50,14 +51,14 @@ func NewBroker(triggers []*eventingv1.Trigger, sinks map[string]string, log *zap
 	return b, nil
 }
 
-// Serve listens on a loopback port and returns the Broker's URL and a stop function that waits
-// for deliveries in flight.
-func (b *Broker) Serve() (string, func() error, error) {
+// Serve listens on a loopback port with ingress (the Broker itself, or a FaultRelay in front
+// of it) and returns its URL and a stop function that waits for deliveries in flight.
+func (b *Broker) Serve(ingress http.Handler) (string, func() error, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	server := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: ingress, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = server.Serve(listener) }()
 	return "http://" + listener.Addr().String(), func() error {
 		err := server.Close()
@@ -82,8 +83,10 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			continue
 		}
 		b.wg.Add(1)
+		b.inFlight.Add(1)
 		go func() {
 			defer b.wg.Done()
+			defer b.inFlight.Add(-1)
 			b.deliver(r, *event)
 		}()
 	}
@@ -116,6 +119,9 @@ func (b *Broker) deliver(r route, event cloudevents.Event) {
 	b.DeadLettered.Add(1)
 	b.log.Warnw("dead-lettered", "trigger", r.trigger.Name, "type", event.Type(), "subject", event.Subject(), "error", lastErr)
 }
+
+// InFlight are the deliveries under way, retries included.
+func (b *Broker) InFlight() int64 { return b.inFlight.Load() }
 
 // retriable are the answers Knative's dispatcher retries: 404, 408, 409, 429 and every 5xx.
 func retriable(code int) bool {

@@ -45,6 +45,10 @@ type Options struct {
 	// Target is how the functions' Targets are served; its Mode picks the plumbing
 	// (sources.ObjectsFor). Empty without Target watches.
 	Target Target
+	// Faults are injected between the sources and the Broker (Sources.Relay), their random
+	// choices seeded by FaultSeed; none by default.
+	Faults    Faults
+	FaultSeed int64
 }
 
 // Target is the functions' Target: the mode, and what the target source watches in it.
@@ -62,12 +66,21 @@ type Target struct {
 
 // Sources are running local sources.
 type Sources struct {
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	errs   []error
-	// Broker is the in-process Broker the sources send to.
+	// Broker is the in-process Broker the sources send to, through Relay.
 	Broker *Broker
+	Relay  *FaultRelay
+
+	// The cluster sources (Knative's ApiServerSource adapters) run apart, so that they can be
+	// restarted as an adapter pod is.
+	clusterSources []clustersource.Options
+	adaptersMu     sync.Mutex
+	stopAdapters   context.CancelFunc
+	adapters       sync.WaitGroup
 }
 
 // Start runs the event plumbing of fns (sources.Objects) until ctx ends or Stop is called:
@@ -99,8 +112,8 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	ctx = logging.WithLogger(ctx, opts.Logger)
-	s := &Sources{cancel: cancel, Broker: broker}
-	brokerURL, stopBroker, err := broker.Serve()
+	s := &Sources{ctx: ctx, cancel: cancel, Broker: broker, Relay: NewFaultRelay(broker, opts.Faults, opts.FaultSeed)}
+	brokerURL, stopBroker, err := broker.Serve(s.Relay)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -123,11 +136,35 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 				cancel()
 				return nil, err
 			}
-			s.run(func() error { return clustersource.Run(ctx, sourceOpts) })
+			s.clusterSources = append(s.clusterSources, sourceOpts)
 		}
 	}
+	s.startAdapters()
 	s.run(func() error { runner.Start(ctx.Done()); runner.Stop(); return nil })
 	return s, nil
+}
+
+// startAdapters starts the cluster sources.
+func (s *Sources) startAdapters() {
+	ctx, stop := context.WithCancel(s.ctx)
+	s.stopAdapters = stop
+	for _, opts := range s.clusterSources {
+		s.adapters.Add(1)
+		s.run(func() error {
+			defer s.adapters.Done()
+			return clustersource.Run(ctx, opts)
+		})
+	}
+}
+
+// RestartAdapters stops the cluster sources and starts them again, as Kubernetes restarts an
+// adapter's pod: the events of changes in between are lost, the new adapters replay nothing.
+func (s *Sources) RestartAdapters() {
+	s.adaptersMu.Lock()
+	defer s.adaptersMu.Unlock()
+	s.stopAdapters()
+	s.adapters.Wait()
+	s.startAdapters()
 }
 
 func (s *Sources) run(f func() error) {

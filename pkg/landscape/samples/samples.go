@@ -11,7 +11,10 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -91,11 +94,39 @@ func bastionSamples(ctx context.Context, c client.Client) error {
 			return err
 		}
 		b.Status.ExpirationTimestamp = &metav1.Time{Time: sample.expires}
-		if err := c.Status().Update(ctx, b); err != nil {
+		if err := setStatus(ctx, c, b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// setStatus writes obj's status as its owner (gardenlet, a kubelet) would. The functions may
+// have written the object since the sample created it (they run while samples are created on a
+// cluster, or in test/chaos): on a conflict, the status goes onto the latest version.
+func setStatus(ctx context.Context, c client.Client, obj client.Object) error {
+	desired, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := c.Status().Update(ctx, obj)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		latest, convErr := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if convErr != nil {
+			return convErr
+		}
+		latest["status"] = desired["status"]
+		if convErr := runtime.DefaultUnstructuredConverter.FromUnstructured(latest, obj); convErr != nil {
+			return convErr
+		}
+		return err
+	})
 }
 
 // Done tells whether a live line shows its samples' outcomes complete: the lines mark each step

@@ -54,7 +54,7 @@ func controllerinstallationSamples(chartRef string) sample {
 			return err
 		}
 		seed.Status.ClusterIdentity = ptr.To(controllerinstallationSeed + "-identity")
-		if err := c.Status().Update(ctx, seed); err != nil {
+		if err := setStatus(ctx, c, seed); err != nil {
 			return err
 		}
 
@@ -83,6 +83,6 @@ func controllerinstallationSamples(chartRef string) sample {
 			return err
 		}
 		shoot.Status.SeedName = ptr.To(controllerinstallationSeed) // scheduled and reconciled there, as gardenlet reports
-		return c.Status().Update(ctx, shoot)
+		return setStatus(ctx, c, shoot)
 	}
 }

@@ -69,7 +69,7 @@ func projectStaleSamples(ctx context.Context, c client.Client) error {
 		// gardener-apiserver always serves a status; the stand-in CRD keeps what it is given.
 		p.Status.StaleSinceTimestamp = sample.staleSince
 		p.Status.StaleAutoDeleteTimestamp = sample.autoDelete
-		if err := c.Status().Update(ctx, p); err != nil {
+		if err := setStatus(ctx, c, p); err != nil {
 			return err
 		}
 	}

@@ -34,7 +34,7 @@ func createProtectionSamples(ctx context.Context, c client.Client, samples ...pr
 			continue
 		}
 		if s.withStatus {
-			if err := c.Status().Update(ctx, s.obj); err != nil {
+			if err := setStatus(ctx, c, s.obj); err != nil {
 				return err
 			}
 		}

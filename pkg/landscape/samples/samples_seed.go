@@ -47,7 +47,7 @@ func seedSamples(ctx context.Context, c client.Client) error {
 		Type: gardencorev1beta1.GardenletReady, Status: gardencorev1beta1.ConditionTrue, Reason: "GardenletReady",
 		Message: "Gardenlet is posting ready status.", LastTransitionTime: now, LastUpdateTime: now,
 	}}
-	if err := c.Status().Update(ctx, seed); err != nil {
+	if err := setStatus(ctx, c, seed); err != nil {
 		return err
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: seedName, Namespace: gardencorev1beta1.GardenerSeedLeaseNamespace}}
@@ -69,7 +69,7 @@ func seedSamples(ctx context.Context, c client.Client) error {
 		Type: gardencorev1beta1.ShootAPIServerAvailable, Status: gardencorev1beta1.ConditionTrue, Reason: "HealthzRequestSucceeded",
 		Message: "API server /healthz endpoint responded with success status code.", LastTransitionTime: now, LastUpdateTime: now,
 	}}
-	if err := c.Status().Update(ctx, shoot); err != nil {
+	if err := setStatus(ctx, c, shoot); err != nil {
 		return err
 	}
 
@@ -80,7 +80,7 @@ func seedSamples(ctx context.Context, c client.Client) error {
 		return err
 	}
 	bucket.Status.LastError = &gardencorev1beta1.LastError{Description: "bucket quota exceeded"}
-	if err := c.Status().Update(ctx, bucket); err != nil {
+	if err := setStatus(ctx, c, bucket); err != nil {
 		return err
 	}
 
@@ -105,5 +105,5 @@ func seedSamples(ctx context.Context, c client.Client) error {
 			Type: t.conditionType, Status: t.status, Reason: "Sample", Message: "sample", LastTransitionTime: now, LastUpdateTime: now,
 		})
 	}
-	return c.Status().Update(ctx, installation)
+	return setStatus(ctx, c, installation)
 }

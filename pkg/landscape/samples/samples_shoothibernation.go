@@ -91,7 +91,7 @@ func shootHibernationSamples(ctx context.Context, c client.Client) error {
 		s.Status.LastOperation = &gardencorev1beta1.LastOperation{
 			Type: gardencorev1beta1.LastOperationTypeReconcile, State: gardencorev1beta1.LastOperationStateSucceeded, Progress: 100, LastUpdateTime: metav1.NewTime(now),
 		}
-		if err := c.Status().Update(ctx, s); err != nil {
+		if err := setStatus(ctx, c, s); err != nil {
 			return err
 		}
 	}

@@ -85,7 +85,7 @@ func (s *ShootNodes) create(ctx context.Context) error {
 	// The Node's addresses, which its serving certificate names, and its Machine in the seed.
 	node := nodes[0]
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: NodeName}, {Type: corev1.NodeInternalIP, Address: sampleNodeIP}}
-	if err := s.Shoot.Status().Update(ctx, node); err != nil {
+	if err := setStatus(ctx, s.Shoot, node); err != nil {
 		return err
 	}
 	machine := &unstructured.Unstructured{}
@@ -185,7 +185,7 @@ func (s *ShootNodes) markReady(ctx context.Context) {
 	}
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-	_ = s.Shoot.Status().Update(ctx, pod)
+	_ = setStatus(ctx, s.Shoot, pod)
 }
 
 // token follows the static token of the ServiceAccount that opts out of automounting.

@@ -101,7 +101,7 @@ func shootStatusSamples(ctx context.Context, c client.Client) error {
 		}
 		shoot.Status.ObservedGeneration = shoot.Generation
 		sample.status(&shoot.Status)
-		if err := c.Status().Update(ctx, shoot); err != nil {
+		if err := setStatus(ctx, c, shoot); err != nil {
 			return err
 		}
 	}

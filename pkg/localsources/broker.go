@@ -70,12 +70,8 @@ func (b *Broker) Serve(ingress http.Handler) (string, func() error, error) {
 // ServeHTTP ingests one event, as Knative's broker ingress does: 202 once accepted, delivery
 // happens asynchronously per Trigger.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	event, err := binding.ToEvent(req.Context(), cehttp.NewMessageFromHttpRequest(req))
-	if err == nil {
-		err = event.Validate()
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	event, ok := ingest(w, req)
+	if !ok {
 		return
 	}
 	for _, r := range b.routes {
@@ -118,6 +114,20 @@ func (b *Broker) deliver(r route, event cloudevents.Event) {
 	}
 	b.DeadLettered.Add(1)
 	b.log.Warnw("dead-lettered", "trigger", r.trigger.Name, "type", event.Type(), "subject", event.Subject(), "error", lastErr)
+}
+
+// ingest reads the event of a request to the Broker's ingress; what is no valid CloudEvent gets
+// a 400 (final for the sender), as Knative's ingress answers.
+func ingest(w http.ResponseWriter, req *http.Request) (*cloudevents.Event, bool) {
+	event, err := binding.ToEvent(req.Context(), cehttp.NewMessageFromHttpRequest(req))
+	if err == nil {
+		err = event.Validate()
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return event, true
 }
 
 // InFlight are the deliveries under way, retries included.

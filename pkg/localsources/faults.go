@@ -62,12 +62,8 @@ func NewFaultRelay(next http.Handler, faults Faults, seed int64) *FaultRelay {
 // ServeHTTP accepts an event as the Broker's ingress does (202), and then relays it with the
 // faults.
 func (r *FaultRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	event, err := binding.ToEvent(req.Context(), cehttp.NewMessageFromHttpRequest(req))
-	if err == nil {
-		err = event.Validate()
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	event, ok := ingest(w, req)
+	if !ok {
 		return
 	}
 	r.received.Add(1)

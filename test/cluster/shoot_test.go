@@ -201,27 +201,20 @@ data:
 
 		// A manual edit in the shoot reaches the managedresource function as an event of the
 		// target-clusters source, which watches the shoot: it is reverted before the next
-		// sync sweep (every minute, on the minute) could have done it. The edit is made well
-		// after the minute's sweep has run.
-		for now := time.Now(); now.Second() < 10 || now.Second() > 25; now = time.Now() {
-			time.Sleep(200 * time.Millisecond)
+		// sync sweep (every minute, on the minute) could have done it. Events are hints and may
+		// be lost (the sweep then converges, as designed): one edit of three must come back by
+		// its event, and each miss is reported with the logs that tell where the event went.
+		const edits = 3
+		for attempt := 1; ; attempt++ {
+			took, byEvent := editRevertedBy(t, s, ctx)
+			if byEvent {
+				t.Logf("manual edit in the shoot reverted by its event within %s (attempt %d)", took.Round(time.Millisecond), attempt)
+				break
+			}
+			t.Logf("attempt %d: the manual edit was reverted only by the sync sweep, after %s: its event was lost; the logs since the edit:", attempt, took.Round(time.Millisecond))
+			logPodsSince(t, time.Now().Add(-took-time.Second), "target-clusters", "managedresource", "dead-letter")
+			require.Less(t, attempt, edits, "none of %d manual edits was reverted by its event", edits)
 		}
-		nextSweep := time.Now().Truncate(time.Minute).Add(time.Minute)
-		cm := &corev1.ConfigMap{}
-		require.NoError(t, s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "e2e-config"}, cm))
-		cm.Data["greeting"] = "edited by hand"
-		require.NoError(t, s.env.Client.Update(ctx, cm))
-		took = eventually(t, 2*time.Minute, "the manual edit reverted", func() error {
-			if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
-				return err
-			}
-			if cm.Data["greeting"] != "as the ManagedResource says" {
-				return fmt.Errorf("greeting %q", cm.Data["greeting"])
-			}
-			return nil
-		})
-		require.True(t, time.Now().Before(nextSweep), "reverted only at %s, after the sync sweep of %s: the event did not arrive", time.Now().Format(time.TimeOnly), nextSweep.Format(time.TimeOnly))
-		t.Logf("manual edit in the shoot reverted by its event within %s", took.Round(time.Millisecond))
 	})
 
 	t.Run("token requestor writes a token of the shoot", func(t *testing.T) {
@@ -285,4 +278,51 @@ func deleteManagedResource(t *testing.T, mr *resourcesv1alpha1.ManagedResource) 
 		}
 		return nil
 	})
+}
+
+// editRevertedBy edits the ManagedResource's ConfigMap in the shoot well after the minute's sync
+// sweep and waits until it is reverted; byEvent says whether that happened before the next sweep
+// (every minute, on the minute), so that only the target source's event can have done it.
+func editRevertedBy(t *testing.T, s *shoot, ctx context.Context) (took time.Duration, byEvent bool) {
+	t.Helper()
+	for now := time.Now(); now.Second() < 10 || now.Second() > 25; now = time.Now() {
+		time.Sleep(200 * time.Millisecond)
+	}
+	nextSweep := time.Now().Truncate(time.Minute).Add(time.Minute)
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "e2e-config"}, cm))
+	cm.Data["greeting"] = "edited by hand"
+	require.NoError(t, s.env.Client.Update(ctx, cm))
+	took = eventually(t, 2*time.Minute, "the manual edit reverted", func() error {
+		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			return err
+		}
+		if cm.Data["greeting"] != "as the ManagedResource says" {
+			return fmt.Errorf("greeting %q", cm.Data["greeting"])
+		}
+		return nil
+	})
+	return took, time.Now().Before(nextSweep)
+}
+
+// logPodsSince logs what the named pods of the deployment wrote since a time, from the
+// kubelet's pod logs in the cluster's directory (CRI format: a timestamp first on every line).
+func logPodsSince(t *testing.T, since time.Time, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		files, _ := filepath.Glob(filepath.Join(os.Getenv("CLUSTER_DIR"), "pod-logs", namespace+"_"+name+"-*", "*", "*.log"))
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Logf("%s: %v", file, err)
+				continue
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				stamp, _, _ := strings.Cut(line, " ")
+				if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil && !at.Before(since) {
+					t.Logf("%s: %s", filepath.Base(filepath.Dir(filepath.Dir(file))), line)
+				}
+			}
+		}
+	}
 }

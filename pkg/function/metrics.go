@@ -11,8 +11,8 @@ type metrics struct {
 	sweeps    *prometheus.HistogramVec
 	swept     *prometheus.GaugeVec
 	// filtered counts events a watch's predicate dropped; terminal, events acknowledged after a
-	// terminal failure; coalesced, ticks that arrived while their sweep ran; keyFailures, keys
-	// a sweep could not reconcile.
+	// terminal failure; coalesced, ticks that arrived while their sweep ran (served by the next
+	// run); keyFailures, keys a sweep could not reconcile.
 	filtered    *prometheus.CounterVec
 	terminal    *prometheus.CounterVec
 	coalesced   *prometheus.CounterVec
@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer, function string) *metrics {
 		}, []string{"kind"}),
 		coalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "gardener_knative_sweep_ticks_coalesced_total",
-			Help:        "Ticks that arrived while their sweep was running and were coalesced into it.",
+			Help:        "Ticks that arrived while their sweep was running and were served by the next run.",
 			ConstLabels: constLabels,
 		}, []string{"sweep"}),
 		keyFailures: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -71,9 +70,9 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	metrics  *metrics
-	// running holds one lock per sweep name: a tick that arrives while that sweep runs is
-	// acknowledged and coalesced into the running one.
-	running map[string]*sync.Mutex
+	// runs serialises each sweep name's runs: a tick that arrives while its sweep runs joins
+	// the next run, shared by every tick that arrives meanwhile.
+	runs map[string]*sweepRuns
 	// config is the function's loaded Config, for the sweeps' Off.
 	config any
 	// targets is how the Target is reached; nil for functions without one.
@@ -89,7 +88,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		fn: fn, handlers: map[string]Handler{}, opts: opts, log: env.Log,
 		live:    map[Cluster]client.Client{Source: env.Source},
 		metrics: newMetrics(env.Registry, fn.Name),
-		running: map[string]*sync.Mutex{},
+		runs:    map[string]*sweepRuns{},
 		config:  env.Config,
 	}
 	deps := Deps{
@@ -116,7 +115,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		s.handlers[r.Name] = h
 	}
 	for _, sw := range fn.Sweeps {
-		s.running[sw.Name] = &sync.Mutex{}
+		s.runs[sw.Name] = &sweepRuns{}
 	}
 	return s, nil
 }
@@ -132,7 +131,7 @@ func (s *Server) Mode() Mode {
 // ServeHTTP receives one CloudEvent (binary or structured mode) and answers it deterministically:
 //   - 200 when it was handled, when it did not concern the function (predicates), when it failed
 //     terminally (the error is logged and counted: retrying cannot help), or when it was a tick
-//     coalesced into a running sweep;
+//     coalesced into the sweep run that began after it and succeeded;
 //   - 400/422 when it can never be handled (malformed; final for the sender);
 //   - 503 when handling failed for a reason that may pass (the sender retries);
 //   - 500 when the function's own code panicked (a bug: retrying would not help; the next sweep

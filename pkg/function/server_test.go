@@ -452,7 +452,53 @@ func TestSweepReadsFromOneListPerKind(t *testing.T) {
 	})
 }
 
+// waiting is how many ticks wait for the next run.
+func (r *sweepRuns) waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next == nil {
+		return 0
+	}
+	return r.next.ticks
+}
+
 func TestConcurrentTicksCoalesce(t *testing.T) {
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	rec := &recorder{block: make(chan struct{})}
+	h := newHarness(t, rec, b)
+	tick := func(codes chan<- int) {
+		code, _ := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+		codes <- code
+	}
+	first := make(chan int)
+	go tick(first)
+	require.Eventually(t, func() bool { return len(rec.recorded()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	// The first run is blocked in its reconcile, its LIST taken: three more ticks arrive. The
+	// running sweep cannot answer for them, so they wait for one more run.
+	later := make(chan int, 3)
+	for range 3 {
+		go tick(later)
+	}
+	require.Eventually(t, func() bool { return h.server.runs["resync"].waiting() == 3 }, 5*time.Second, 5*time.Millisecond)
+	select {
+	case code := <-later:
+		t.Fatalf("a tick that came during the run was answered (%d) before a run that began after it", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(rec.block)
+	assert.Equal(t, http.StatusOK, <-first)
+	for range 3 {
+		assert.Equal(t, http.StatusOK, <-later)
+	}
+	assert.Len(t, rec.recorded(), 2, "the running sweep, and one more run for the three ticks that came meanwhile")
+	assert.Equal(t, 3.0, testutil.ToFloat64(h.server.metrics.coalesced.WithLabelValues("resync")))
+	rec.block = nil
+	code, _ := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	assert.Equal(t, http.StatusOK, code)
+	assert.Len(t, rec.recorded(), 3, "a tick after the runs end runs the sweep again")
+}
+
+func TestCoalescedTickAnswersForTheRunThatServedIt(t *testing.T) {
 	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
 	rec := &recorder{block: make(chan struct{})}
 	h := newHarness(t, rec, b)
@@ -462,19 +508,20 @@ func TestConcurrentTicksCoalesce(t *testing.T) {
 		first <- code
 	}()
 	require.Eventually(t, func() bool { return len(rec.recorded()) == 1 }, 5*time.Second, 5*time.Millisecond)
-	// The first run is blocked in its reconcile: three more ticks arrive and are coalesced.
-	for range 3 {
+	later := make(chan string)
+	go func() {
 		code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
-		assert.Equal(t, http.StatusOK, code, body)
-	}
+		later <- fmt.Sprint(code, " ", body)
+	}()
+	require.Eventually(t, func() bool { return h.server.runs["resync"].waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
+	// The next run's LIST fails: the waiting tick is told so, and its sender retries.
+	h.failList.Store(true)
+	defer h.failList.Store(false)
 	close(rec.block)
 	assert.Equal(t, http.StatusOK, <-first)
-	assert.Len(t, rec.recorded(), 1, "only the running sweep reconciled")
-	assert.Equal(t, 3.0, testutil.ToFloat64(h.server.metrics.coalesced.WithLabelValues("resync")))
-	rec.block = nil
-	code, _ := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
-	assert.Equal(t, http.StatusOK, code)
-	assert.Len(t, rec.recorded(), 2, "a tick after the run ends runs the sweep again")
+	answer := <-later
+	assert.Contains(t, answer, fmt.Sprint(http.StatusServiceUnavailable))
+	assert.Contains(t, answer, "etcd is away")
 }
 
 func TestSweepOffByConfigurationCostsNothing(t *testing.T) {

@@ -29,11 +29,13 @@ const tenantSweepConcurrency = 4
 // namespace and its Target lists read the tenant's cluster, so it costs a constant number of
 // LISTs per tenant and kind. Other sweeps run once, each key for the tenant of its namespace.
 //
-// Only one run per sweep name is in progress at a time; a tick that arrives meanwhile is
-// acknowledged and coalesced (the running sweep sees everything it would have). A key that
-// fails is counted and logged, and the next tick retries it; the sweep as a whole fails (503,
-// so the sender retries) only when a LIST failed, because then it could not look at everything.
-func (s *Server) Sweep(ctx context.Context, name string) (err error) {
+// Only one run per sweep name is in progress at a time. A tick that arrives meanwhile cannot be
+// answered by the running sweep, whose LISTs may be older than the tick: it waits for the next
+// run, which starts as soon as the running one ends and serves every tick that arrived in
+// between (coalesced). So every tick is answered by a sweep that began after it. A key that fails
+// is counted and logged, and the next tick retries it; the sweep as a whole fails (503, so the
+// sender retries) only when a LIST failed, because then it could not look at everything.
+func (s *Server) Sweep(ctx context.Context, name string) error {
 	sweep, ok := s.fn.Sweep(name)
 	if !ok {
 		return unprocessable("function %s has no sweep %q", s.fn.Name, name)
@@ -41,13 +43,80 @@ func (s *Server) Sweep(ctx context.Context, name string) (err error) {
 	if sweep.Off != nil && sweep.Off(s.config) {
 		return &acknowledged{outcome: "off", err: fmt.Errorf("sweep %s is off by configuration", name)}
 	}
-	lock := s.running[name]
-	if !lock.TryLock() {
-		s.metrics.coalesced.WithLabelValues(name).Inc()
-		return &acknowledged{outcome: "coalesced", err: fmt.Errorf("sweep %s is running; this tick is coalesced into it", name)}
+	err, coalesced := s.runs[name].do(func(ticks int) error { return s.sweep(ctx, sweep, ticks) })
+	if !coalesced {
+		return err
 	}
-	defer lock.Unlock()
+	s.metrics.coalesced.WithLabelValues(name).Inc()
+	if err != nil {
+		return err
+	}
+	return &acknowledged{outcome: "coalesced", err: fmt.Errorf("sweep %s was running; this tick was served by the next run", name)}
+}
 
+// sweepRuns runs one sweep name's runs one at a time, each tick that arrives during a run
+// joining the next.
+type sweepRuns struct {
+	mu      sync.Mutex
+	running bool
+	// next is the run that starts when the running one ends, shared by the ticks waiting for it.
+	next *sweepRun
+}
+
+type sweepRun struct {
+	start, done chan struct{}
+	// ticks waiting for the run.
+	ticks int
+	err   error
+}
+
+// do runs f now if no run is in progress; otherwise it waits for the next run (starting it
+// when the running one ends, if it is the first to wait) and returns that run's error, with
+// coalesced true. f is told how many ticks its run serves.
+func (r *sweepRuns) do(f func(ticks int) error) (err error, coalesced bool) {
+	r.mu.Lock()
+	if !r.running {
+		r.running = true
+		r.mu.Unlock()
+		defer r.handOver()
+		return f(1), false
+	}
+	run, first := r.next, r.next == nil
+	if first {
+		run = &sweepRun{start: make(chan struct{}), done: make(chan struct{})}
+		r.next = run
+	}
+	run.ticks++
+	r.mu.Unlock()
+	if first {
+		// The first tick to wait runs the next sweep: the running one hands over when it ends.
+		<-run.start
+		func() {
+			defer r.handOver()
+			defer close(run.done)
+			run.err = errors.New("the sweep run panicked")
+			run.err = f(run.ticks) // final: no tick joins a run once it has started
+		}()
+	}
+	<-run.done
+	return run.err, true
+}
+
+// handOver ends a run: the next one, if any tick waits for it, starts at once.
+func (r *sweepRuns) handOver() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if next := r.next; next != nil {
+		r.next = nil
+		close(next.start)
+		return
+	}
+	r.running = false
+}
+
+// sweep is one run of a sweep, serving ticks ticks.
+func (s *Server) sweep(ctx context.Context, sweep Sweep, ticks int) (err error) {
+	name := sweep.Name
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SweepTimeout)
 	defer cancel()
@@ -64,7 +133,7 @@ func (s *Server) Sweep(ctx context.Context, name string) (err error) {
 		return fmt.Errorf("sweep %s: %w", name, err)
 	}
 	s.metrics.sweeps.WithLabelValues(name, "done").Observe(duration.Seconds())
-	s.log.Info("sweep done", "sweep", name, "objects", result.objects, "failed", result.failed, "tenants", result.tenants, "duration", duration)
+	s.log.Info("sweep done", "sweep", name, "objects", result.objects, "failed", result.failed, "tenants", result.tenants, "ticks", ticks, "duration", duration)
 	return nil
 }
 

@@ -120,10 +120,17 @@ func TestWholeLandscapeConvergesUnderFaults(t *testing.T) {
 
 	baseline := run(t, scenario{name: "fault-free"}, seed)
 	require.Empty(t, baseline.incomplete, "the fault-free run shows every function's samples complete")
+	require.False(t, baseline.late, "the fault-free run's snapshot comes before the samples' timed change (%s): nothing can be compared with it; the machine is too slow for this schedule", snapshotBy)
 	var report []string
 	for i, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			got := run(t, sc, seed+int64(i)+1)
+			if got.late {
+				// Not a divergence the faults caused: the run was too slow to be compared.
+				t.Errorf("not compared: the snapshot came after the samples' timed change (%s)", snapshotBy)
+				report = append(report, fmt.Sprintf("| %s | not compared (late) | | | %d | %s |", sc.what, got.deadLettered, got.faultsDone))
+				return
+			}
 			compared, diffs := divergence(baseline.snapshot, got.snapshot)
 			known := 0
 			for _, d := range diffs {
@@ -149,6 +156,9 @@ type outcome struct {
 	faultsDone   string
 	// incomplete are the live lines of make run not complete at the snapshot.
 	incomplete []string
+	// late says the snapshot came after snapshotBy, when the samples' timed change (the seed's
+	// condition turning Unknown) may have happened: it cannot be compared with one taken before.
+	late bool
 }
 
 // run brings up a landscape, drives the script through it with sc's faults, heals them, waits
@@ -256,7 +266,9 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 		}
 	}
 	took := time.Since(start)
-	require.Less(t, took, snapshotBy, "%s: the snapshot must come before the samples' next timed change", sc.name)
+	for _, err := range pings.restartFailures() {
+		t.Errorf("%s: %v", sc.name, err)
+	}
 
 	stats := relay.Stats()
 	done := fmt.Sprintf("%d events: %d dropped, %d duplicates, %d held back", stats.Received, stats.Dropped, stats.Duplicates, stats.Held)
@@ -277,5 +289,5 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 		sc.name, took.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond), settling, len(snap), done, broker.DeadLettered.Load())
 	done += "; " + settling
 	failed = t.Failed()
-	return outcome{snapshot: snap, deadLettered: broker.DeadLettered.Load(), faultsDone: done, incomplete: s.incomplete()}
+	return outcome{snapshot: snap, deadLettered: broker.DeadLettered.Load(), faultsDone: done, incomplete: s.incomplete(), late: took >= snapshotBy}
 }

@@ -29,16 +29,17 @@ type pingWatch struct {
 	rng      *rand.Rand
 	expected map[string]bool      // "function/sweep"
 	swept    map[string]time.Time // the latest start of a sweep that answered with success
-	inFlight map[string]int       // ticks of each sweep under way
 	killed   map[string]bool      // functions killed while sweeping
 	killing  map[string]bool
 	healed   bool
 	kills    atomic.Int64
+	// restartErrs are the functions that could not be started again after their kill.
+	restartErrs []error
 }
 
 func newPingWatch(kill bool, seed int64) *pingWatch {
 	return &pingWatch{kill: kill, rng: rand.New(rand.NewSource(seed)), expected: map[string]bool{}, swept: map[string]time.Time{},
-		killed: map[string]bool{}, killing: map[string]bool{}, inFlight: map[string]int{}}
+		killed: map[string]bool{}, killing: map[string]bool{}}
 }
 
 func (p *pingWatch) expect(fn, sweep string) { p.expected[fn+"/"+sweep] = true }
@@ -48,6 +49,13 @@ func (p *pingWatch) heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.healed = true
+}
+
+// restartFailures are the errors of starting killed functions again.
+func (p *pingWatch) restartFailures() []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]error(nil), p.restartErrs...)
 }
 
 func (p *pingWatch) killedMidSweep() int {
@@ -73,20 +81,10 @@ func (p *pingWatch) front(fn string, next http.Handler) http.Handler {
 			Sweep string `json:"sweep"`
 		}
 		_ = json.Unmarshal(body, &data)
-		// A tick that arrives while its sweep runs is coalesced into it and answered when it
-		// ends; that sweep's LISTs may be older than the tick. Only a tick that found its sweep
-		// idle (as far as the front can tell) starts a sweep of its own.
+		// A tick's success means a run of its sweep began after the tick and ended (one that
+		// arrives while its sweep runs waits for the next run: pkg/function's Sweep).
 		key := fn + "/" + data.Sweep
-		p.mu.Lock()
-		ownSweep := p.inFlight[key] == 0
-		p.inFlight[key]++
-		p.mu.Unlock()
 		started := time.Now()
-		defer func() {
-			p.mu.Lock()
-			p.inFlight[key]--
-			p.mu.Unlock()
-		}()
 
 		answer := httptest.NewRecorder()
 		if after, ok := p.killAfter(fn); ok {
@@ -105,14 +103,16 @@ func (p *pingWatch) front(fn string, next http.Handler) http.Handler {
 				p.endKill(fn, answer.Code == http.StatusBadGateway)
 				go func() {
 					if err := p.land.Restart(context.Background(), fn); err != nil {
-						fmt.Printf("restarting %s: %v\n", fn, err)
+						p.mu.Lock()
+						p.restartErrs = append(p.restartErrs, fmt.Errorf("restarting %s: %w", fn, err))
+						p.mu.Unlock()
 					}
 				}()
 			}
 		} else {
 			next.ServeHTTP(answer, req)
 		}
-		if ownSweep && answer.Code >= 200 && answer.Code < 300 {
+		if answer.Code >= 200 && answer.Code < 300 {
 			p.mu.Lock()
 			if started.After(p.swept[key]) {
 				p.swept[key] = started

@@ -12,6 +12,7 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/gardener/gardener/pkg/apis/seedmanagement/encoding"
 	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,9 @@ import (
 
 // Finalizer is the finalizer the controller keeps on a set until its replicas are gone.
 const Finalizer = gardencorev1beta1.GardenerName
+
+// errSetChanged means the set changed between the read a decision rests on and its action.
+var errSetChanged = errors.New("the set changed since it was read")
 
 // Reconciler reads a set and its replicas, makes the one write Decide plans, records its Event
 // and the set's status.
@@ -55,6 +59,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	}
 
 	plan, err := r.converge(ctx, req.Reader, set)
+	if errors.Is(err, errSetChanged) {
+		// Another reconcile was first: nothing was done, and the runtime decides again on
+		// what is there now (a conflict).
+		return err
+	}
 	if err != nil {
 		e := ReconcileErrorEvent(err)
 		r.Events.Event(ctx, set, e.Type, e.Reason, e.Message)
@@ -96,6 +105,23 @@ func (r *Reconciler) converge(ctx context.Context, reader client.Reader, set *se
 	}
 
 	plan := Decide(set, replicas, r.MaxShootRetries, r.Clock.Now())
+	if plan.Action.Type != NoAction && plan.Err == nil {
+		// The decision rests on the set's status as read, and a replica is created before the
+		// status names it pending: a reconcile that read the set before another's status write
+		// but the replicas after its create would take the new replica for a postponed one and
+		// start the next. So the status the action leads to is written first, conditional on the
+		// version decided on: of two reconciles on one version, one acts and the other meets a
+		// conflict and decides again on what is now there. Should the action fail, the status
+		// written at the end of the reconcile is the one before it, as in Gardener.
+		claimed := plan.Status.DeepCopy()
+		plan.Succeeded(claimed)
+		if _, err := r.Writer.PatchStatus(ctx, set, func() { set.Status = *claimed }); err != nil {
+			if apierrors.IsConflict(err) {
+				err = fmt.Errorf("%w: %w", errSetChanged, err)
+			}
+			return plan, fmt.Errorf("recording the status of %s of replica %s before it: %w", plan.Action.Type, replicaName(set, plan.Action), err)
+		}
+	}
 	if plan.Event != nil {
 		r.Events.Event(ctx, set, plan.Event.Type, plan.Event.Reason, plan.Event.Message)
 	}

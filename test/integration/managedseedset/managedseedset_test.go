@@ -2,6 +2,7 @@ package managedseedset_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -9,10 +10,14 @@ import (
 	seedmanagementconstants "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1/constants"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedseedset"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 )
 
@@ -214,4 +219,48 @@ func TestFailedShootIsRetriedThenGivenUp(t *testing.T) {
 	p = pending(t, set.Name)
 	assert.Equal(t, seedmanagementv1alpha1.ShootReconcileFailedReason, p.Reason)
 	assert.Contains(t, events(t, set), managedseedset.EventNotRetryingShootReconciliation)
+}
+
+// staleSet reads the set as it was at one moment, everything else live: a reconcile that read
+// the set before another's status write and the replicas after its create.
+type staleSet struct {
+	client.Reader
+	set *seedmanagementv1alpha1.ManagedSeedSet
+}
+
+func (s staleSet) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if set, ok := obj.(*seedmanagementv1alpha1.ManagedSeedSet); ok && key == client.ObjectKeyFromObject(s.set) {
+		s.set.DeepCopyInto(set)
+		return nil
+	}
+	return s.Reader.Get(ctx, key, obj, opts...)
+}
+
+// Two reconciles of one set at once (an event's and a sweep's, or two replicas'): the one that
+// read the set before the other's status write, but its replicas after the other's create, takes
+// the new replica for a postponed one. It must not start a second replica while the first is
+// pending: its decision's status is written before the action, conditional on the version it
+// read, so it meets a conflict and does nothing.
+func TestConcurrentReconcilesStartOneReplica(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	set := newSet(t, "concurrent", 2)
+	set.Finalizers = append(set.Finalizers, managedseedset.Finalizer)
+	require.NoError(t, env.Client.Update(ctx, set))
+	read := getSet(t, set.Name) // the other reconcile's read, before anything was done
+	f.Send("add", read)
+	require.True(t, exists(t, getShootKey("concurrent-0")))
+	require.Equal(t, "concurrent-0", pending(t, set.Name).Name)
+
+	log := slog.New(slog.DiscardHandler)
+	r := &managedseedset.Reconciler{
+		Writer: function.NewWriter(env.Client), Events: function.NewEventRecorder(env.Client, "test", clock.RealClock{}, log),
+		Clock: clock.RealClock{}, MaxShootRetries: 3, Log: log,
+	}
+	err := r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(read), Reader: staleSet{Reader: env.Client, set: read}, Trigger: function.BySweep})
+	assert.True(t, apierrors.IsConflict(err), "the set changed since it was read: %v", err)
+	assert.False(t, exists(t, getShootKey("concurrent-1")), "no second replica while the first is pending")
+	got := getSet(t, set.Name)
+	assert.Equal(t, "concurrent-0", got.Status.PendingReplica.Name)
+	assert.Equal(t, int32(1), got.Status.NextReplicaNumber)
 }

@@ -23,9 +23,12 @@ type protectionSample struct {
 	deleted bool
 }
 
-// createProtectionSamples creates the samples in order; those that exist already are left as
-// they are.
+// createProtectionSamples creates the samples in order, then deletes those to be deleted; those
+// that exist already are left as they are. Deleting only once all exist means that a protected
+// object is in use before its deletion is seen, whether or not the functions already run: the
+// one in use stays, deterministically.
 func createProtectionSamples(ctx context.Context, c client.Client, samples ...protectionSample) error {
+	var created []client.Object
 	for _, s := range samples {
 		if err := c.Create(ctx, s.obj); err != nil {
 			if err := client.IgnoreAlreadyExists(err); err != nil {
@@ -39,9 +42,12 @@ func createProtectionSamples(ctx context.Context, c client.Client, samples ...pr
 			}
 		}
 		if s.deleted {
-			if err := client.IgnoreNotFound(c.Delete(ctx, s.obj)); err != nil {
-				return err
-			}
+			created = append(created, s.obj)
+		}
+	}
+	for _, obj := range created {
+		if err := client.IgnoreNotFound(c.Delete(ctx, obj)); err != nil {
+			return err
 		}
 	}
 	return nil

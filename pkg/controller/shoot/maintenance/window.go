@@ -77,7 +77,10 @@ func Due(shoot *gardencorev1beta1.Shoot, now time.Time) bool {
 }
 
 // LastMaintained is when the Shoot was last maintained, as far as the Shoot tells: the later of
-// MaintainedAtAnnotation and status.lastMaintenance.triggeredTime; zero if never.
+// MaintainedAtAnnotation and status.lastMaintenance.triggeredTime; zero if never. A maintenance
+// still Processing whose changes did not land (the annotation, written with them, is older than
+// its trigger: the spec's write failed, e.g. on a conflict) does not count: Gardener retries a
+// failed maintenance for as long as the window lasts, and so is it here.
 func LastMaintained(shoot *gardencorev1beta1.Shoot) time.Time {
 	var last time.Time
 	if value, ok := shoot.Annotations[MaintainedAtAnnotation]; ok {
@@ -86,6 +89,9 @@ func LastMaintained(shoot *gardencorev1beta1.Shoot) time.Time {
 		}
 	}
 	if lm := shoot.Status.LastMaintenance; lm != nil && lm.TriggeredTime.After(last) {
+		if lm.State == gardencorev1beta1.LastOperationStateProcessing && last.Before(lm.TriggeredTime.Truncate(time.Second)) {
+			return last
+		}
 		last = lm.TriggeredTime.Time
 	}
 	return last

@@ -148,3 +148,22 @@ func TestLastMaintained(t *testing.T) {
 	s.Annotations[MaintainedAtAnnotation] = "yesterday"
 	assert.Equal(t, at(4, 11, 0), LastMaintained(s), "an unreadable annotation is ignored")
 }
+
+// A maintenance whose status was written (Processing) but whose changes did not land (the
+// annotation written with them is older) is not done: the next tick in the window tries again,
+// as Gardener retries a failed maintenance.
+func TestInterruptedMaintenanceIsDueAgain(t *testing.T) {
+	s := maintainedAt(windowShoot("100000+0000", "110000+0000"), at(3, 10, 5))
+	s.Status.LastMaintenance = &gardencorev1beta1.LastMaintenance{TriggeredTime: metav1.Time{Time: at(4, 10, 20)}, State: gardencorev1beta1.LastOperationStateProcessing}
+	assert.Equal(t, at(3, 10, 5), LastMaintained(s), "interrupted: yesterday's maintenance is the last that landed")
+	assert.True(t, Due(s, at(4, 10, 21)))
+
+	s = maintainedAt(s, at(4, 10, 20))
+	assert.Equal(t, at(4, 10, 20), LastMaintained(s), "its changes landed; only the final status write is missing")
+	assert.False(t, Due(s, at(4, 10, 21)))
+
+	s.Annotations[MaintainedAtAnnotation] = at(3, 10, 5).Format(time.RFC3339)
+	s.Status.LastMaintenance.State = gardencorev1beta1.LastOperationStateSucceeded
+	assert.Equal(t, at(4, 10, 20), LastMaintained(s), "done by Gardener, which writes no annotation")
+	assert.False(t, Due(s, at(4, 10, 21)))
+}

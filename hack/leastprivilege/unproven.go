@@ -20,11 +20,6 @@ var unproven = map[string]string{
 	"project: patch rbac.authorization.k8s.io/clusterrolebindings":  "changing a member's ClusterRoleBinding of an extension role; no suite changes one",
 
 	"managedseedset: update seedmanagement.gardener.cloud/managedseedsets/finalizers": "blockOwnerDeletion on the set's replicas (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
-	"managedseedset: delete seedmanagement.gardener.cloud/managedseeds":               "scaling a set down; the suites scale up",
-	"managedseedset: get core.gardener.cloud/shoots":                                  "a replica's Shoot read live; the suites read it from the sweep's LIST",
-	"managedseedset: patch core.gardener.cloud/shoots":                                "retrying a replica's Shoot; no suite has one fail",
-	"managedseedset: delete core.gardener.cloud/shoots":                               "deleting a replica's Shoot when scaling down; the suites scale up",
-	"managedseedset: get core.gardener.cloud/seeds":                                   "a replica's Seed read live; the suites read it from the sweep's LIST",
 
 	"managedresource: get core/configmaps": "the cluster-identity ConfigMap (<cluster> and <default> origins); no suite as the function has it",
 }

@@ -206,13 +206,25 @@ func (h *Harness) Post(event cloudevents.Event) (int, string) {
 // kinds (Secrets), as the source cluster's source runs them.
 func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 	h.t.Helper()
-	u := ToUnstructured(h.t, obj)
 	reference := false
 	for _, w := range h.fn.Watches {
-		if w.Kind.GroupKind() == u.GroupVersionKind().GroupKind() && w.Kind.Confidential {
+		if w.Kind.GroupKind() == ToUnstructured(h.t, obj).GroupVersionKind().GroupKind() && w.Kind.Confidential {
 			reference = true
 		}
 	}
+	return h.event(verb, obj, reference)
+}
+
+// ReferenceEvent builds the event a source in Reference mode sends about obj: its kind and name,
+// no content (as for Secrets; an operator may run any kind's source so).
+func (h *Harness) ReferenceEvent(verb string, obj client.Object) cloudevents.Event {
+	h.t.Helper()
+	return h.event(verb, obj, true)
+}
+
+func (h *Harness) event(verb string, obj client.Object, reference bool) cloudevents.Event {
+	h.t.Helper()
+	u := ToUnstructured(h.t, obj)
 	make := map[string]func(string, string, interface{}, bool) (context.Context, cloudevents.Event, error){
 		"add": events.MakeAddEvent, "update": events.MakeUpdateEvent, "delete": events.MakeDeleteEvent,
 	}[verb]

@@ -47,7 +47,7 @@ func newFixture(t testing.TB, options ...functiontest.Option) *fixture {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: garden}}
 	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(context.Background(), ns)))
-	options = append([]functiontest.Option{functiontest.WithConfig(&managedseedset.Config{MaxShootRetries: 3})}, options...)
+	options = append([]functiontest.Option{functiontest.WithConfig(&managedseedset.Config{MaxShootRetries: 3}), functiontest.AsFunction()}, options...)
 	return &fixture{Harness: functiontest.New(t, env, managedseedset.Function, options...)}
 }
 

@@ -3,6 +3,7 @@ package managedseedset_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"testing"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -30,7 +31,7 @@ func pending(t *testing.T, name string) *seedmanagementv1alpha1.PendingReplica {
 // and Seed through Shoot created → reconciled → ManagedSeed → registered → Seed ready → Shoot
 // healthy; the function runs with exactly its RBAC.
 func TestScaleOutOneReplicaAtATime(t *testing.T) {
-	f := newFixture(t, functiontest.AsFunction())
+	f := newFixture(t)
 	set := newSet(t, "scale-out", 2)
 	labels := map[string]string{"app": set.Name}
 
@@ -58,7 +59,9 @@ func TestScaleOutOneReplicaAtATime(t *testing.T) {
 	})
 	assert.Zero(t, requests["list"]+requests["create"]+requests["patch"], "nothing reconciled: %v", requests)
 
-	f.Send("update", shootReconciled(t, "scale-out-0"))
+	// A source in Reference mode sends the Shoot's kind and name only: the mapper reads it.
+	code, body := f.Post(f.ReferenceEvent("update", shootReconciled(t, "scale-out-0")))
+	require.Equal(t, http.StatusOK, code, body)
 	ms := getManagedSeed(t, "scale-out-0")
 	assert.Equal(t, "scale-out-0", ms.Spec.Shoot.Name)
 	assert.Equal(t, labels, ms.Labels)
@@ -67,7 +70,8 @@ func TestScaleOutOneReplicaAtATime(t *testing.T) {
 	f.Send("update", managedSeedRegistered(t, "scale-out-0"))
 	assert.Equal(t, seedmanagementv1alpha1.SeedNotReadyReason, pending(t, set.Name).Reason, "the Seed has not registered yet")
 
-	f.Send("add", readySeed(t, "scale-out-0", labels))
+	code, body = f.Post(f.ReferenceEvent("add", readySeed(t, "scale-out-0", labels)))
+	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, seedmanagementv1alpha1.ShootNotHealthyReason, pending(t, set.Name).Reason)
 
 	f.Send("update", shootHealth(t, "scale-out-0", "healthy"))

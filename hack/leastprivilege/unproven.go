@@ -8,7 +8,6 @@ var unproven = map[string]string{
 	"credentialsbinding: get core/secrets":                   "a CredentialsBinding's Secret credentials labelled as referenced; the suites use WorkloadIdentities",
 	"credentialsbinding: patch core/secrets":                 "a CredentialsBinding's Secret credentials labelled as referenced; the suites use WorkloadIdentities",
 	"shoot: patch core/configmaps":                           "reference protection of a Shoot's ConfigMaps (audit policy, structured authentication); no suite references one",
-	"shoot: get core.gardener.cloud/cloudprofiles":           "maintenance reads the Shoot's CloudProfile; its suite does not run as the function",
 	"shoot: get security.gardener.cloud/credentialsbindings": "a Shoot using a CredentialsBinding; the suites use SecretBindings",
 
 	"seed: update core.gardener.cloud/seeds/finalizers": "blockOwnerDeletion on objects a Seed owns (OwnerReferencesPermissionEnforcement, not enabled in envtest)",

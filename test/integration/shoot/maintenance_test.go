@@ -232,3 +232,18 @@ func TestMaintenanceReportsFailuresUntilFixed(t *testing.T) {
 	assert.Equal(t, "Maintenance succeeded", s.Status.LastMaintenance.Description)
 	assert.Nil(t, s.Status.LastMaintenance.FailureReason)
 }
+
+// gardener.cloud/operation=maintain maintains a Shoot outside its window, by the event alone:
+// the reconcile reads the Shoot's CloudProfile live (a sweep reads it from its LIST).
+func TestMaintainNowByItsEvent(t *testing.T) {
+	f := newFixture(t, functiontest.AsFunction(), functiontest.At(onDay(0, 12, 0)))
+	f.cloudProfile(t, profileSpec())
+	s := f.maintainedShoot(t, "asked", "1.30.1", "1592.1.0", "030000+0000", "040000+0000")
+	s.Annotations = map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.ShootOperationMaintain}
+	require.NoError(t, env.Client.Update(context.Background(), s))
+	f.Send("update", s)
+	k8s, image := versionsOf(t, s)
+	assert.Equal(t, "1.30.5", k8s)
+	assert.Equal(t, "1592.2.0", image)
+	assert.Equal(t, gardencorev1beta1.LastOperationStateSucceeded, fresh(t, s).Status.LastMaintenance.State)
+}

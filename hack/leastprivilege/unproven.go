@@ -12,7 +12,7 @@ var unproven = map[string]string{
 
 	"seed: update core.gardener.cloud/seeds/finalizers": "blockOwnerDeletion on objects a Seed owns (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
 	"seed: patch core/namespaces":                       "labelling a Seed's namespace in the garden; no suite has one",
-	"seed: get coordination.k8s.io/leases":              "the lifecycle reconciler's Lease GET on an event; its suites reach it by the sweep's LIST",
+	"seed: get coordination.k8s.io/leases":              "the lifecycle reconciler has no watch: it GETs a Lease live only when a sweep's reconcile is retried from live state after a write conflict, which no suite provokes",
 
 	"project: update core.gardener.cloud/projects/finalizers":       "blockOwnerDeletion on a Project's namespace (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
 	"project: delete rbac.authorization.k8s.io/clusterrolebindings": "removing a member's ClusterRoleBinding of an extension role; no suite removes one",

@@ -49,14 +49,8 @@ func projectStaleSamples(ctx context.Context, c client.Client) error {
 			Labels:      map[string]string{"gardener.cloud/role": "project", "project.gardener.cloud/name": sample.name},
 			Annotations: sample.namespaceAnnotations,
 		}}
-		objs := []client.Object{ns}
-		if sample.withShoot {
-			objs = append(objs, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns.Name}})
-		}
-		for _, obj := range objs {
-			if err := client.IgnoreAlreadyExists(c.Create(ctx, obj)); err != nil {
-				return err
-			}
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
+			return err
 		}
 		p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: sample.name}}
 		p.Spec.Namespace = ptr.To(ns.Name)
@@ -71,6 +65,14 @@ func projectStaleSamples(ctx context.Context, c client.Client) error {
 		p.Status.StaleAutoDeleteTimestamp = sample.autoDelete
 		if err := setStatus(ctx, c, p); err != nil {
 			return err
+		}
+		// The Shoot comes last: its creation is activity on a Project that exists and has its
+		// status, whenever the functions see it.
+		if sample.withShoot {
+			shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns.Name}}
+			if err := client.IgnoreAlreadyExists(c.Create(ctx, shoot)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

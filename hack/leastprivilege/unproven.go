@@ -14,9 +14,7 @@ var unproven = map[string]string{
 	"seed: patch core/namespaces":                       "labelling a Seed's namespace in the garden; no suite has one",
 	"seed: get coordination.k8s.io/leases":              "the lifecycle reconciler has no watch: it GETs a Lease live only when a sweep's reconcile is retried from live state after a write conflict, which no suite provokes",
 
-	"project: update core.gardener.cloud/projects/finalizers":       "blockOwnerDeletion on a Project's namespace (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
-	"project: delete rbac.authorization.k8s.io/clusterrolebindings": "removing a member's ClusterRoleBinding of an extension role; no suite removes one",
-	"project: patch rbac.authorization.k8s.io/clusterrolebindings":  "changing a member's ClusterRoleBinding of an extension role; no suite changes one",
+	"project: update core.gardener.cloud/projects/finalizers": "blockOwnerDeletion on a Project's namespace (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
 
 	"managedseedset: update seedmanagement.gardener.cloud/managedseedsets/finalizers": "blockOwnerDeletion on the set's replicas: OwnerReferencesPermissionEnforcement checks it on their create, and its suite, which enables the plugin, fails as the function without it; the audit log does not record admission's authorization checks",
 

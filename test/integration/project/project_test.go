@@ -383,6 +383,34 @@ func TestRBAC(t *testing.T) {
 		refresh(t, sa)
 		assert.Equal(t, []rbacv1.Subject{user("olivia"), user("sam")}, sa.Subjects)
 	})
+	t.Run("a new member joins the ClusterRoleBinding of its role", func(t *testing.T) {
+		refresh(t, p)
+		p.Spec.Members = append(p.Spec.Members, gardencorev1beta1.ProjectMember{Subject: user("nina"), Role: "viewer"})
+		require.NoError(t, env.Client.Update(ctx, p))
+		h.Send("update", p)
+		requireReady(t, p)
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gardener.cloud:system:project-viewer:rbac"}}
+		refresh(t, crb)
+		assert.ElementsMatch(t, []rbacv1.Subject{user("vic"), user("nina")}, crb.Subjects)
+	})
+	t.Run("a ClusterRoleBinding of another role is replaced", func(t *testing.T) {
+		// A binding's role cannot change: one of the project's names that binds another role
+		// is deleted and created anew.
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gardener.cloud:system:project-viewer:rbac"}}
+		refresh(t, crb)
+		require.NoError(t, env.Client.Delete(ctx, crb))
+		foreign := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: crb.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{user("mallory")},
+		}
+		require.NoError(t, env.Client.Create(ctx, foreign))
+		h.Sweep(projectmain.ResyncSweepName)
+		refresh(t, crb)
+		assert.NotEqual(t, foreign.UID, crb.UID, "created anew")
+		assert.Equal(t, crb.Name, crb.RoleRef.Name)
+		assert.ElementsMatch(t, []rbacv1.Subject{user("vic"), user("nina")}, crb.Subjects)
+	})
 	t.Run("ClusterRoles changed behind its back are repaired by the resync", func(t *testing.T) {
 		cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gardener.cloud:system:project-viewer:rbac"}}
 		refresh(t, cr)

@@ -107,9 +107,10 @@ func TestCredentialsBindingLifecycle(t *testing.T) {
 }
 
 // A Secret two kinds of bindings reference carries both finalizers and labels; each kind
-// releases only its own.
+// releases only its own. The function runs with its RBAC: Secret credentials are read and
+// patched.
 func TestCredentialsAndSecretBindingShareASecret(t *testing.T) {
-	f := newFixture(t, credentialsbinding.Function)
+	f := newFixture(t, credentialsbinding.Function, functiontest.AsFunction())
 	secret := f.secret(t, "cloud")
 	cb := f.credentialsBinding(t, "credentials", secret, "aws")
 	f.Send("add", cb)

@@ -5,8 +5,6 @@ package main
 // (its exemption must go then). Every entry is debt: the path deserves a test as the function,
 // which then removes the entry, or the grant goes.
 var unproven = map[string]string{
-	"shoot: patch core/configmaps":                           "reference protection of a Shoot's ConfigMaps (audit policy, structured authentication); no suite references one",
-	"shoot: get security.gardener.cloud/credentialsbindings": "a Shoot using a CredentialsBinding; the suites use SecretBindings",
 
 	"seed: update core.gardener.cloud/seeds/finalizers": "blockOwnerDeletion on objects a Seed owns (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
 	"seed: patch core/namespaces":                       "labelling a Seed's namespace in the garden; no suite has one",

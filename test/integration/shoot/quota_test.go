@@ -73,9 +73,10 @@ func TestQuotaLifetimeExpiresShoots(t *testing.T) {
 		s.Spec.CredentialsBindingName = ptr.To("unlimited")
 		s.Annotations = map[string]string{quota.ExpirationAnnotation: "2030-01-01T00:00:00Z"}
 	})
-	f.Sweep(quota.Name)
+	f.Send("add", free) // its event reads its CredentialsBinding
 	_, ok = expiration(t, free)
 	assert.False(t, ok)
+	f.Sweep(quota.Name)
 	assert.False(t, gone(t, trial))
 
 	f.Clock.Step(3*24*time.Hour + time.Minute)

@@ -146,8 +146,9 @@ func gone(t testing.TB, obj client.Object) bool {
 	return false
 }
 
+// The function runs with its RBAC: every kind a Shoot references is patched.
 func TestEveryReferencedKindIsProtectedWhileReferenced(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, functiontest.AsFunction())
 	dns, admission := f.secret(t, "dns"), f.secret(t, "admission-kubeconfig")
 	audit, authn := f.configMap(t, "audit-policy"), f.configMap(t, "authn")
 	resourceSecret, resourceConfigMap := f.secret(t, "resource-secret"), f.configMap(t, "resource-configmap")

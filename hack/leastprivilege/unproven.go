@@ -6,7 +6,6 @@ package main
 // which then removes the entry, or the grant goes.
 var unproven = map[string]string{
 	"seed: update core.gardener.cloud/seeds/finalizers": "blockOwnerDeletion on objects a Seed owns (OwnerReferencesPermissionEnforcement, not enabled in envtest)",
-	"seed: patch core/namespaces":                       "labelling a Seed's namespace in the garden; no suite has one",
 	"seed: get coordination.k8s.io/leases":              "the lifecycle reconciler has no watch: it GETs a Lease live only when a sweep's reconcile is retried from live state after a write conflict, which no suite provokes",
 
 	"project: update core.gardener.cloud/projects/finalizers": "blockOwnerDeletion on a Project's namespace (OwnerReferencesPermissionEnforcement, not enabled in envtest)",

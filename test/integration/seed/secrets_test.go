@@ -101,6 +101,14 @@ func TestSecretsEvents(t *testing.T) {
 		h.Send("delete", alerting) // what the label-narrowed watch reports
 		assert.Nil(t, copyOf(t, s.Name, alerting))
 	})
+	t.Run("the seed's namespace that lost its role label gets it back", func(t *testing.T) {
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "seed-" + s.Name}, ns))
+		delete(ns.Labels, "gardener.cloud/role")
+		require.NoError(t, env.Client.Update(ctx, ns))
+		h.Sweep(secrets.ResyncSweepName) // namespaces send no events here: the resync sees it
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns))
+		assert.Equal(t, "seed", ns.Labels["gardener.cloud/role"])
+	})
 	t.Run("secrets of other namespaces are filtered", func(t *testing.T) {
 		other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: env.Namespace(t), Labels: map[string]string{"gardener.cloud/role": "alerting"}}}
 		require.NoError(t, env.Client.Create(ctx, other))

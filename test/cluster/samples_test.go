@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,19 @@ func TestSamples(t *testing.T) {
 	require.NoError(t, err)
 
 	start := time.Now()
+	// In the scale-to-zero variant the first create may wake grm-webhooks from zero, and
+	// kube-apiserver waits for a webhook at most 30 s: on a loaded node the pod may take longer,
+	// and the fail-closed webhook then refuses, as it must (seen once). So a dry-run request
+	// wakes it first, until grm-webhooks answers (TestAdmissionFromZero times admission from
+	// zero); its answer, allowed or not, is no concern here.
+	woken := eventually(t, 2*time.Minute, "grm-webhooks answers", func() error {
+		err := c.Create(ctx, &extensionsv1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "wake-up"}}, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+			return err
+		}
+		return nil
+	})
+	t.Logf("grm-webhooks answered within %s", woken.Round(time.Millisecond))
 	require.NoError(t, samples.Create(ctx, c, chartRef))
 	grm := &samples.GRM{Seed: c, Shoot: shoot.env.Client}
 	t.Cleanup(func() {

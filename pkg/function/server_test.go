@@ -575,3 +575,31 @@ func withExtension(e cloudevents.Event, name, value string) cloudevents.Event {
 	e.SetExtension(name, value)
 	return e
 }
+
+// A waiting tick's SweepTimeout counts from its arrival: the run it waits for starts with what
+// is left, so that no request outlasts the timeout (nor Knative's revision timeout).
+func TestCoalescedTickWaitsWithinItsSweepTimeout(t *testing.T) {
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	rec := &recorder{block: make(chan struct{})}
+	h := newHarness(t, rec, b)
+	h.server.opts.SweepTimeout = 100 * time.Millisecond
+	first := make(chan int)
+	go func() {
+		code, _ := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+		first <- code
+	}()
+	require.Eventually(t, func() bool { return len(rec.recorded()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	later := make(chan string)
+	go func() {
+		code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+		later <- fmt.Sprint(code, " ", body)
+	}()
+	require.Eventually(t, func() bool { return h.server.runs["resync"].waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // the waiting tick's timeout passes while the first run holds
+	close(rec.block)
+	<-first
+	answer := <-later
+	assert.Contains(t, answer, fmt.Sprint(http.StatusServiceUnavailable), "its time ran out waiting: the sender retries")
+	assert.Contains(t, answer, context.DeadlineExceeded.Error())
+	assert.Len(t, rec.recorded(), 1, "nothing reconciled on its behalf after its time ran out")
+}

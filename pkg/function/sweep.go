@@ -32,7 +32,9 @@ const tenantSweepConcurrency = 4
 // Only one run per sweep name is in progress at a time. A tick that arrives meanwhile cannot be
 // answered by the running sweep, whose LISTs may be older than the tick: it waits for the next
 // run, which starts as soon as the running one ends and serves every tick that arrived in
-// between (coalesced). So every tick is answered by a sweep that began after it. A key that fails
+// between (coalesced). So every tick is answered by a sweep that began after it. A tick's
+// SweepTimeout counts from its arrival, waiting included, so that no request outlasts it (and
+// Knative's revision timeout). A key that fails
 // is counted and logged, and the next tick retries it; the sweep as a whole fails (503, so the
 // sender retries) only when a LIST failed, because then it could not look at everything.
 func (s *Server) Sweep(ctx context.Context, name string) error {
@@ -43,7 +45,9 @@ func (s *Server) Sweep(ctx context.Context, name string) error {
 	if sweep.Off != nil && sweep.Off(s.config) {
 		return &acknowledged{outcome: "off", err: fmt.Errorf("sweep %s is off by configuration", name)}
 	}
-	err, coalesced := s.runs[name].do(func(ticks int) error { return s.sweep(ctx, sweep, ticks) })
+	ctx, cancel := context.WithTimeout(ctx, s.opts.SweepTimeout)
+	defer cancel()
+	coalesced, err := s.runs[name].do(func(ticks int) error { return s.sweep(ctx, sweep, ticks) })
 	if !coalesced {
 		return err
 	}
@@ -73,13 +77,13 @@ type sweepRun struct {
 // do runs f now if no run is in progress; otherwise it waits for the next run (starting it
 // when the running one ends, if it is the first to wait) and returns that run's error, with
 // coalesced true. f is told how many ticks its run serves.
-func (r *sweepRuns) do(f func(ticks int) error) (err error, coalesced bool) {
+func (r *sweepRuns) do(f func(ticks int) error) (coalesced bool, err error) {
 	r.mu.Lock()
 	if !r.running {
 		r.running = true
 		r.mu.Unlock()
 		defer r.handOver()
-		return f(1), false
+		return false, f(1)
 	}
 	run, first := r.next, r.next == nil
 	if first {
@@ -99,7 +103,7 @@ func (r *sweepRuns) do(f func(ticks int) error) (err error, coalesced bool) {
 		}()
 	}
 	<-run.done
-	return run.err, true
+	return true, run.err
 }
 
 // handOver ends a run: the next one, if any tick waits for it, starts at once.
@@ -114,12 +118,14 @@ func (r *sweepRuns) handOver() {
 	r.running = false
 }
 
-// sweep is one run of a sweep, serving ticks ticks.
+// sweep is one run of a sweep, serving ticks ticks, within ctx's deadline.
 func (s *Server) sweep(ctx context.Context, sweep Sweep, ticks int) (err error) {
 	name := sweep.Name
+	if err := ctx.Err(); err != nil {
+		// Its ticks' time ran out while they waited: not a LIST sent.
+		return fmt.Errorf("sweep %s: %w", name, err)
+	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, s.opts.SweepTimeout)
-	defer cancel()
 	var result sweepResult
 	if s.targets != nil && s.targets.mode == PerSeed && listsTarget(sweep) {
 		result, err = s.sweepTenants(ctx, sweep)

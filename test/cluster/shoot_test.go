@@ -206,7 +206,7 @@ data:
 		// its event, and each miss is reported with the logs that tell where the event went.
 		const edits = 3
 		for attempt := 1; ; attempt++ {
-			took, byEvent := editRevertedBy(t, s, ctx)
+			took, byEvent := editRevertedBy(ctx, t, s)
 			if byEvent {
 				t.Logf("manual edit in the shoot reverted by its event within %s (attempt %d)", took.Round(time.Millisecond), attempt)
 				break
@@ -283,7 +283,7 @@ func deleteManagedResource(t *testing.T, mr *resourcesv1alpha1.ManagedResource) 
 // editRevertedBy edits the ManagedResource's ConfigMap in the shoot well after the minute's sync
 // sweep and waits until it is reverted; byEvent says whether that happened before the next sweep
 // (every minute, on the minute), so that only the target source's event can have done it.
-func editRevertedBy(t *testing.T, s *shoot, ctx context.Context) (took time.Duration, byEvent bool) {
+func editRevertedBy(ctx context.Context, t *testing.T, s *shoot) (took time.Duration, byEvent bool) {
 	t.Helper()
 	for now := time.Now(); now.Second() < 10 || now.Second() > 25; now = time.Now() {
 		time.Sleep(200 * time.Millisecond)

@@ -206,9 +206,9 @@ func (h *Harness) Post(event cloudevents.Event) (int, string) {
 // kinds (Secrets), as the source cluster's source runs them.
 func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 	h.t.Helper()
-	reference := false
+	reference, kind := false, ToUnstructured(h.t, obj).GroupVersionKind().GroupKind()
 	for _, w := range h.fn.Watches {
-		if w.Kind.GroupKind() == ToUnstructured(h.t, obj).GroupVersionKind().GroupKind() && w.Kind.Confidential {
+		if w.Kind.GroupKind() == kind && w.Kind.Confidential {
 			reference = true
 		}
 	}

@@ -176,6 +176,12 @@ func auditTo(env *envtest.Environment, dir string) error {
 	return nil
 }
 
+// startAttempts bounds how often StartWith starts a control plane afresh. Once kube-apiserver
+// reports ready, envtest gives it a fixed 5 s to create the default namespace; on a loaded
+// machine (a test/cluster shoot shares two CPUs with the whole one-node cluster) that can lapse
+// with nothing wrong, and a second start then succeeds.
+const startAttempts = 3
+
 // StartWith starts a control plane with the given options.
 func StartWith(opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -187,15 +193,36 @@ func StartWith(opts Options) (*Env, error) {
 	}
 	// The CRDs config/ ships are installed as config/ ships them.
 	crds = append(crds, shipped.All()...)
+	crds = append(crds, opts.CRDs...)
+	var errs []error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		env, cfg, err := startOnce(opts, crds)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+			continue
+		}
+		c, err := kube.NewClient(cfg, scheme.Gardener)
+		if err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+		return &Env{Environment: env, Config: cfg, Client: c}, nil
+	}
+	return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", errors.Join(errs...))
+}
+
+// startOnce starts one control plane, on a port of its own; what a failed start left running is
+// stopped.
+func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (*envtest.Environment, *rest.Config, error) {
 	env := &envtest.Environment{
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: append(crds, opts.CRDs...)},
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		ErrorIfCRDPathMissing: true,
 	}
 	if opts.Address != "" {
 		// envtest takes the address only with a port; without one it picks both, on loopback.
 		port, err := freePort(opts.Address)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		apiServer := env.ControlPlane.GetAPIServer()
 		apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: opts.Address, Port: port}
@@ -206,19 +233,15 @@ func StartWith(opts Options) (*Env, error) {
 	}
 	if dir := os.Getenv(AuditLogDirEnv); dir != "" {
 		if err := auditTo(env, dir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
-	}
-	c, err := kube.NewClient(cfg, scheme.Gardener)
-	if err != nil {
 		_ = env.Stop()
-		return nil, err
+		return nil, nil, err
 	}
-	return &Env{Environment: env, Config: cfg, Client: c}, nil
+	return env, cfg, nil
 }
 
 // CountingClient returns an uncached client whose requests are counted by the returned counter.

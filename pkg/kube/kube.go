@@ -21,6 +21,17 @@ type ClientConfig struct {
 	Burst int     `envconfig:"KUBE_API_BURST" default:"100"`
 }
 
+// DefaultQPS and DefaultBurst are ClientConfig's defaults (its envconfig tags, which must be
+// literals, say the same: TestDefaultRateIsTheConfigs), for clients that stand for a function's
+// own, such as functiontest's.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
+// WithDefaultRate sets cfg's client-side rate limit to the functions' default.
+func WithDefaultRate(cfg *rest.Config) { cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst }
+
 // RESTConfig loads the REST configuration from the kubeconfig file, else from the cluster.
 func (c ClientConfig) RESTConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)

@@ -265,6 +265,8 @@ func (e *Env) FunctionClient(user string, configure ...func(*rest.Config)) (clie
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cfg.UserAgent = FunctionUserAgent
+	// The function's own client-side rate limit, not client-go's 5 requests a second.
+	kube.WithDefaultRate(cfg)
 	for _, c := range configure {
 		c(cfg)
 	}

@@ -154,7 +154,7 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 			Seed: c, Scheme: scheme.Gardener, SharedMapper: c.RESTMapper(), Log: log,
 			ConfigureREST: func(c *rest.Config) {
 				h.TargetCounter.Instrument(c)
-				c.QPS, c.Burst = 50, 100 // the functions' default limits (KUBE_API_QPS, KUBE_API_BURST)
+				kube.WithDefaultRate(c)
 			},
 		})
 		require.NoError(t, err)

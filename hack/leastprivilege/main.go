@@ -3,8 +3,11 @@
 // wrote (testenv, AUDIT_LOG_DIR; `make test` sets it), takes every request made as a function
 // (functiontest.AsFunction impersonates the function's ServiceAccount with exactly the RBAC
 // config/ grants it) and derives the tuples it used: verb, API group, resource, subresource and
-// namespace. It prints a table per function and fails on a permission used but not granted (a
-// request that was forbidden) and on a permission granted but never used.
+// namespace. The webhook servers are checked alike: each Service of config/ that serves webhooks
+// (WEBHOOKS), as its ServiceAccount with the RBAC of its manifest, written there by hand
+// (testenv.ManifestClient serves the webhook suites so). It prints a table per function and
+// webhook server and fails on a permission used but not granted (a request that was forbidden)
+// and on a permission granted but never used.
 //
 // Grants are compared as Kubernetes' RBAC matches them: a rule's API groups × resources (with
 // their subresources) × verbs, in every namespace for the function's ClusterRole, in one for a
@@ -18,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,34 +99,40 @@ func run(dir string) error {
 	}
 	fmt.Printf("least privilege: %d requests as functions in the audit logs of %s\n", events, dir)
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "function\tgrants\tused\tunused\texempt\tdenied\t")
+	fmt.Fprintln(table, "function or webhook server\tgrants\tused\tunused\texempt\tdenied\t")
 	var problems []string
+	servers, err := webhookServers(configDir)
+	if err != nil {
+		return err
+	}
 	for _, fn := range functions.All {
-		u := usages[configgen.ServiceAccountName(fn)]
+		servers = append(servers, server{name: fn.Name, user: configgen.ServiceAccountName(fn), grants: grantsOf(fn)})
+	}
+	for _, sv := range servers {
+		u := usages[sv.user]
 		if u == nil {
 			u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
 		}
-		grants := grantsOf(fn)
 		var unused []permission
 		exempt := 0
-		for _, g := range grants {
+		for _, g := range sv.grants {
 			used := slices.ContainsFunc(keys(u.used), g.covers)
-			reason, exempted := unproven[fn.Name+": "+g.String()]
+			reason, exempted := unproven[sv.name+": "+g.String()]
 			switch {
 			case used && exempted:
-				problems = append(problems, fmt.Sprintf("%s: %s is used now: remove its exemption (%s)", fn.Name, g, reason))
+				problems = append(problems, fmt.Sprintf("%s: %s is used now: remove its exemption (%s)", sv.name, g, reason))
 			case exempted:
 				exempt++
 			case !used:
 				unused = append(unused, g)
 			}
 		}
-		fmt.Fprintf(table, "%s\t%d\t%d\t%d\t%d\t%d\t\n", fn.Name, len(grants), len(u.used), len(unused), exempt, len(u.denied))
+		fmt.Fprintf(table, "%s\t%d\t%d\t%d\t%d\t%d\t\n", sv.name, len(sv.grants), len(u.used), len(unused), exempt, len(u.denied))
 		for _, p := range unused {
-			problems = append(problems, fmt.Sprintf("%s: granted but never used: %s", fn.Name, p))
+			problems = append(problems, fmt.Sprintf("%s: granted but never used: %s", sv.name, p))
 		}
 		for _, p := range sorted(keys(u.denied)) {
-			problems = append(problems, fmt.Sprintf("%s: used but not granted (forbidden %d times): %s", fn.Name, u.denied[p], p))
+			problems = append(problems, fmt.Sprintf("%s: used but not granted (forbidden %d times): %s", sv.name, u.denied[p], p))
 		}
 	}
 	if err := table.Flush(); err != nil {
@@ -216,30 +226,78 @@ func implicit(p permission) []permission {
 	return nil
 }
 
-// grantsOf expands the function's rules into single permissions.
-func grantsOf(fn *function.Function) []permission {
-	var grants []permission
-	expand := func(rules []rbacv1.PolicyRule, namespace string) {
-		for _, r := range rules {
-			for _, g := range r.APIGroups {
-				for _, res := range r.Resources {
-					for _, v := range r.Verbs {
-						grants = append(grants, permission{Verb: v, Group: g, Resource: res, Namespace: namespace})
-					}
-				}
+// server is a ServiceAccount whose use is checked against its grants: a function's, or a
+// webhook server's.
+type server struct {
+	name, user string
+	grants     []permission
+}
+
+// configDir is config/, where the webhook servers' manifests are (the check runs from the
+// repository's root, as `make test` runs it).
+const configDir = "config"
+
+// webhookServers are the ServiceAccounts of the Services that serve webhooks in config/, each
+// with the rules of every ClusterRole (in every namespace: the tenant-access role is bound per
+// enrolled namespace by the operator) and Role (in its namespace) of its manifest.
+func webhookServers(dir string) ([]server, error) {
+	manifests, err := testenv.WebhookManifests(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := slices.Sorted(maps.Values(manifests))
+	var servers []server
+	for _, file := range slices.Compact(files) {
+		objects, err := testenv.ManifestRBAC(file)
+		if err != nil {
+			return nil, err
+		}
+		user, err := testenv.ServiceAccountUser(objects)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		var grants []permission
+		for _, obj := range objects {
+			switch role := obj.(type) {
+			case *rbacv1.ClusterRole:
+				grants = append(grants, expand(role.Rules, "")...)
+			case *rbacv1.Role:
+				grants = append(grants, expand(role.Rules, role.Namespace)...)
 			}
 		}
+		servers = append(servers, server{name: user[strings.LastIndex(user, ":")+1:], user: user, grants: grants})
 	}
-	expand(fn.RBAC, "")
+	return servers, nil
+}
+
+// grantsOf expands the function's rules into single permissions.
+func grantsOf(fn *function.Function) []permission {
+	grants := expand(fn.RBAC, "")
 	for ns, rules := range fn.NamespacedRBAC {
-		expand(rules, ns)
+		grants = append(grants, expand(rules, ns)...)
 	}
 	return grants
 }
 
-// covers says whether the grant g allows the request p.
+// expand expands rules into single permissions, in namespace ("" for every namespace).
+func expand(rules []rbacv1.PolicyRule, namespace string) []permission {
+	var grants []permission
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					grants = append(grants, permission{Verb: v, Group: g, Resource: res, Namespace: namespace})
+				}
+			}
+		}
+	}
+	return grants
+}
+
+// covers says whether the grant g allows the request p; a grant of the resource "*" allows
+// every resource of its group, subresources included, as RBAC matches it.
 func (g permission) covers(p permission) bool {
-	return g.Verb == p.Verb && g.Group == p.Group && g.Resource == p.Resource && (g.Namespace == "" || g.Namespace == p.Namespace)
+	return g.Verb == p.Verb && g.Group == p.Group && (g.Resource == p.Resource || g.Resource == "*") && (g.Namespace == "" || g.Namespace == p.Namespace)
 }
 
 func keys(m map[permission]int) []permission {

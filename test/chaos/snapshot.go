@@ -114,14 +114,6 @@ var racyByDesign = map[string]string{
 	"garden namespaces /garden-stale-expired": "the stale sweep's deletion of its Project races the project function's first reconciliation",
 }
 
-// racyStatus are objects whose status the samples leave to a race: the CloudProfile
-// sample-retired is deleted by the samples right after its creation, and Gardener keeps no
-// status of a CloudProfile on its way out, so whether it has one depends on whether the function
-// saw it first.
-var racyStatus = map[string]string{
-	"garden cloudprofiles.core.gardener.cloud /sample-retired": "deleted by the samples as soon as created; no status is written on the way out",
-}
-
 var (
 	// timeOfDay is a maintenance window's begin or end (HHMMSS+ZONE), which the samples set
 	// around the time they are created.
@@ -235,9 +227,6 @@ func normalise(raw map[string][]unstructured.Unstructured) snapshot {
 			}
 			name := o.GetName()
 			u := o.DeepCopy().Object
-			if _, racy := racyStatus[resource+" "+o.GetNamespace()+"/"+o.GetName()]; racy {
-				delete(u, "status")
-			}
 			if o.Object["type"] == "helm.sh/release.v1" {
 				// A release's history is how often its values changed while the run went on
 				// (the Seed's status and labels are among them); its outcome is the release

@@ -36,7 +36,9 @@ func cloudprofileSamples(ctx context.Context, c client.Client) error {
 		protectionSample{obj: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}},
 		protectionSample{obj: profile("sample-local"), withStatus: true},
 		protectionSample{obj: shoot("local", "sample-local")},
-		protectionSample{obj: profile("sample-retired", "gardener"), withStatus: true, deleted: true},
+		protectionSample{obj: profile("sample-retired", "gardener"), withStatus: true, deleted: true, reconciled: func(o client.Object) bool {
+			return o.(*gardencorev1beta1.CloudProfile).Status.Kubernetes != nil
+		}},
 		protectionSample{obj: shoot("legacy", "sample-retired")},
 		protectionSample{obj: &gardencorev1beta1.CloudProfile{ObjectMeta: metav1.ObjectMeta{Name: "sample-unused", Finalizers: []string{"gardener"}}}, deleted: true},
 	)

@@ -49,7 +49,10 @@ func namespacedcloudprofileSamples(ctx context.Context, c client.Client) error {
 		protectionSample{obj: parent, withStatus: true},
 		protectionSample{obj: custom, withStatus: true},
 		protectionSample{obj: shoot("local", "custom")},
-		protectionSample{obj: profile("retired", "gardener"), withStatus: true, deleted: true},
+		protectionSample{obj: profile("retired", "gardener"), withStatus: true, deleted: true, reconciled: func(o client.Object) bool {
+			p := o.(*gardencorev1beta1.NamespacedCloudProfile)
+			return p.Status.ObservedGeneration == p.Generation
+		}},
 		protectionSample{obj: shoot("legacy", "retired")},
 		protectionSample{obj: profile("unused", "gardener"), deleted: true},
 	)

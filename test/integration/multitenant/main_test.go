@@ -26,12 +26,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	testclock "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
@@ -106,6 +106,15 @@ func run(m *testing.M) (int, error) {
 		if err := testenv.Enroll(ctx, seed.Client, s.tenant, s.env); err != nil {
 			return 0, fmt.Errorf("enrolling %s: %w", s.tenant, err)
 		}
+		// The operator's part (docs/deployment.md): the servers may read this namespace's
+		// Secrets, and those of no namespace not enrolled.
+		if err := seed.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: string(s.tenant), Name: "gardener-knative:grm-webhooks-tenant-access"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gardener-knative:grm-webhooks-tenant-access"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "gardener-knative", Name: "grm-webhooks"}},
+		}); err != nil {
+			return 0, fmt.Errorf("tenant access of %s: %w", s.tenant, err)
+		}
 	}
 	served, err := startServer(ctx)
 	if err != nil {
@@ -138,7 +147,8 @@ func startServer(ctx context.Context) (<-chan error, error) {
 	if os.Getenv("WEBHOOK_TEST_LOGS") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	seedReader, err := client.New(rest.CopyConfig(seed.Config), client.Options{Scheme: kubernetesscheme.Scheme})
+	// The servers read the seed as their ServiceAccount with exactly config/'s RBAC.
+	seedReader, err := seed.ManifestClient(ctx, "../../../config/grm-webhooks.yaml")
 	if err != nil {
 		return nil, err
 	}

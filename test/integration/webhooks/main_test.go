@@ -130,11 +130,41 @@ func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
 	if os.Getenv("WEBHOOK_TEST_LOGS") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	deps := webhook.Deps{Source: source.Client, Target: target.Client, Config: cfg, Clock: clock, Log: log}
+	// Each webhook reads both control planes as the ServiceAccount of the Service config/ serves
+	// it with, with exactly that manifest's RBAC: the seed serving itself, where Source and
+	// Target are one cluster.
+	manifests, err := testenv.WebhookManifests("../../../config")
+	if err != nil {
+		return nil, nil, err
+	}
+	depsOf := map[string]webhook.Deps{}
+	deps := func(name string) (webhook.Deps, error) {
+		manifest, ok := manifests[name]
+		if !ok {
+			return webhook.Deps{}, fmt.Errorf("no Service of config/ serves webhook %s", name)
+		}
+		if d, ok := depsOf[manifest]; ok {
+			return d, nil
+		}
+		sourceClient, err := source.ManifestClient(ctx, manifest)
+		if err != nil {
+			return webhook.Deps{}, fmt.Errorf("source: %w", err)
+		}
+		targetClient, err := target.ManifestClient(ctx, manifest)
+		if err != nil {
+			return webhook.Deps{}, fmt.Errorf("target: %w", err)
+		}
+		depsOf[manifest] = webhook.Deps{Source: sourceClient, Target: targetClient, Config: cfg, Clock: clock, Log: log}
+		return depsOf[manifest], nil
+	}
 	paths := map[string]bool{}
 	var webhooks []webhook.Webhook
 	for _, c := range constructors {
-		wh, err := c.New(deps)
+		d, err := deps(c.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		wh, err := c.New(d)
 		if err != nil {
 			return nil, nil, fmt.Errorf("webhook %s: %w", c.Name, err)
 		}

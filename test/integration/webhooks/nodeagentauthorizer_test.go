@@ -3,10 +3,12 @@ package webhooks_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
 )
 
@@ -214,4 +218,35 @@ func TestNodeAgentAuthorizerBootstrap(t *testing.T) {
 	allowed(agent.Get(ctx, client.ObjectKey{Name: "shoot-access-kube-scheduler", Namespace: "kube-system"}, &corev1.Secret{}))
 	allowed(agent.Get(ctx, client.ObjectKey{Name: "gardener-node-agent-ref-boot", Namespace: "kube-system"}, &corev1.Secret{}))
 	allowed(agent.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-node-boot", Namespace: "kube-system"}}))
+}
+
+// In gardenadm's mode (no machine namespace: a Machine's name is its Node's) the authorizer
+// lists kube-system's OSC secrets to know a node agent's, as the webhook server's
+// ServiceAccount with exactly config/'s RBAC.
+func TestNodeAgentAuthorizerGardenadm(t *testing.T) {
+	ctx := context.Background()
+	manifests, err := testenv.WebhookManifests("../../../config")
+	require.NoError(t, err)
+	asServer, err := target.ManifestClient(ctx, manifests[nodeagentauthorizer.Name])
+	require.NoError(t, err)
+	authorizer, err := nodeagentauthorizer.New(asServer, asServer, nil, clock, nodeagentauthorizer.Config{MachineCacheTTL: time.Minute, MachineCacheSize: 10})
+	require.NoError(t, err)
+
+	require.NoError(t, target.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gardenadm-node", Labels: map[string]string{
+		"kubernetes.io/hostname": "gardenadm-node", "worker.gardener.cloud/gardener-node-agent-secret-name": "gardener-node-agent-pool-g",
+	}}}))
+	require.NoError(t, target.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gardener-node-agent-pool-g", Namespace: "kube-system", Labels: map[string]string{"worker.gardener.cloud/pool": "g"}},
+		Data:       map[string][]byte{"osc.yaml": []byte("apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nspec: {}\n")},
+	}))
+	read := func(secret string) webhook.Decision {
+		decision, reason, err := authorizer.Authorize(ctx, authorizationv1.SubjectAccessReviewSpec{
+			User: "gardener.cloud:node-agent:machine:gardenadm-node", Groups: []string{"gardener.cloud:node-agents"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "kube-system", Name: secret},
+		})
+		require.NoError(t, err, reason)
+		return decision
+	}
+	assert.Equal(t, webhook.Allow, read("gardener-node-agent-pool-g"), "its Node's OSC secret")
+	assert.Equal(t, webhook.Deny, read("gardener-node-agent-pool-other"), "another pool's")
 }

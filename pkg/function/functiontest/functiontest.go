@@ -10,11 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -23,9 +21,6 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -171,21 +166,7 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 // as config/ declares them.
 func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 	t.Helper()
-	ctx := context.Background()
-	for _, namespace := range append([]string{sources.Namespace}, slices.Collect(maps.Keys(fn.NamespacedRBAC))...) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-		require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, ns)))
-	}
-	for _, obj := range configgen.RBACObjects(fn) {
-		err := env.Client.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			existing := obj.DeepCopyObject().(client.Object)
-			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing))
-			obj.SetResourceVersion(existing.GetResourceVersion())
-			err = env.Client.Update(ctx, obj)
-		}
-		require.NoError(t, err, "applying %T %s", obj, obj.GetName())
-	}
+	require.NoError(t, env.ApplyRBAC(context.Background(), configgen.RBACObjects(fn)))
 }
 
 // Post sends event over HTTP in binary mode and returns the status code and body.

@@ -58,7 +58,7 @@ func TestEveryFunctionAsksForARetryWhileUnreachable(t *testing.T) {
 			}
 			var probes []probe
 			for _, w := range fn.Watches {
-				obj := probeObject(fn, w)
+				obj := probeObject(w)
 				cluster := w.Cluster
 				probes = append(probes, probe{what: "event of " + w.Kind.Kind + " (" + string(clusterOf(cluster)) + ")", event: func() (int, string) {
 					if clusterOf(cluster) == function.Target {
@@ -153,7 +153,7 @@ func clusterOf(c function.Cluster) function.Cluster {
 
 // probeObject is an object of the watch's kind, in the probe tenant's namespace if namespaced,
 // with the labels the watch's equality selector asks for, so that fewer predicates filter it.
-func probeObject(fn *function.Function, w function.Watch) *unstructured.Unstructured {
+func probeObject(w function.Watch) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(w.Kind.GroupVersionKind)
 	obj.SetName("probe")

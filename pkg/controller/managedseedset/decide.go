@@ -68,6 +68,17 @@ const (
 // ErrNoDeletableReplicas is the error of a scale-in that finds every replica protected or in use.
 var ErrNoDeletableReplicas = errors.New("no deletable replicas found")
 
+// ErrCreateInFlight is the answer of a reconcile that finds the set's pending replica freshly
+// claimed for creation but its Shoot not (yet) there: another reconcile wrote the claim and may
+// be creating it right now. It asks for a retry and decides nothing.
+var ErrCreateInFlight = errors.New("the pending replica's Shoot is claimed but not created yet")
+
+// CreateInFlight is how long after a claim for a new replica (status.pendingReplica.since) a
+// missing Shoot of it is taken for a create in flight. The reconcile that claimed creates the
+// Shoot right after; should it have died in between, the set goes on as Gardener would after
+// that long (the next replica).
+const CreateInFlight = time.Minute
+
 // Plan is what one reconcile of a set does.
 type Plan struct {
 	// Status is the set's status to record, whether or not the action succeeds.
@@ -143,6 +154,11 @@ func Decide(set *seedmanagementv1alpha1.ManagedSeedSet, replicas []*Replica, max
 	status.ReadyReplicas = int32(len(c.Ready)) // #nosec G115 -- as above
 	plan := Plan{Status: *status, Succeeded: func(*seedmanagementv1alpha1.ManagedSeedSetStatus) {}}
 
+	if createInFlight(status, c.Pending, now) {
+		plan.Err = ErrCreateInFlight
+		return plan
+	}
+
 	count, target := len(replicas), TargetReplicas(set)
 	scalingOut, scalingIn := count < target, count > target
 
@@ -196,6 +212,17 @@ func Decide(set *seedmanagementv1alpha1.ManagedSeedSet, replicas []*Replica, max
 	plan.Status.PendingReplica = nil
 	plan.Done = true
 	return plan
+}
+
+// createInFlight says whether the status names a pending replica claimed for creation less than
+// CreateInFlight ago whose Shoot was not among the replicas. The claim is written before the
+// create (Reconciler.converge), so a reconcile that read the set after another's claim and listed
+// the replicas before its create would otherwise see no pending replica and start the next one;
+// Gardener, one worker per set, never reads between the two.
+func createInFlight(status *seedmanagementv1alpha1.ManagedSeedSetStatus, pending *Replica, now time.Time) bool {
+	p := status.PendingReplica
+	return p != nil && pending == nil && p.Reason == seedmanagementv1alpha1.ShootReconcilingReason && p.Retries == nil &&
+		now.Sub(p.Since.Time) < CreateInFlight
 }
 
 // driveReplica plans the next step of a replica that is not complete, as Gardener's

@@ -302,6 +302,43 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A reconcile that read the set after another's claim for a new replica, but its replicas
+// before that one's create, asks for a retry instead of starting the next replica; once the
+// claim is CreateInFlight old, the set goes on as Gardener's would (the next ordinal).
+func TestDecideCreateInFlight(t *testing.T) {
+	claimed := func(ago time.Duration, reason seedmanagementv1alpha1.PendingReplicaReason, retries *int32) *seedmanagementv1alpha1.ManagedSeedSet {
+		s := set(2, &seedmanagementv1alpha1.PendingReplica{Name: "set-1", Reason: reason, Since: metav1.NewTime(now.Add(-ago)), Retries: retries})
+		s.Status.NextReplicaNumber = 2
+		return s
+	}
+	replicas := func() []*Replica { return []*Replica{ready(0)} }
+
+	plan := Decide(claimed(time.Second, seedmanagementv1alpha1.ShootReconcilingReason, nil), replicas(), 3, now)
+	assert.ErrorIs(t, plan.Err, ErrCreateInFlight)
+	assert.Equal(t, NoAction, plan.Action.Type)
+	assert.Nil(t, plan.Event)
+
+	plan = Decide(claimed(CreateInFlight, seedmanagementv1alpha1.ShootReconcilingReason, nil), replicas(), 3, now)
+	require.NoError(t, plan.Err)
+	assert.Equal(t, CreateShoot, plan.Action.Type)
+	assert.Equal(t, int32(2), plan.Action.Ordinal, "Gardener's next replica, once the claim is old")
+
+	// A retry's claim is of a Shoot that existed; the Shoot's being there is no question.
+	plan = Decide(claimed(time.Second, seedmanagementv1alpha1.ShootReconcilingReason, ptrTo(int32(1))), replicas(), 3, now)
+	require.NoError(t, plan.Err)
+	assert.Equal(t, CreateShoot, plan.Action.Type)
+
+	// Nor is any other reason a claim for creation.
+	plan = Decide(claimed(time.Second, seedmanagementv1alpha1.SeedNotReadyReason, nil), replicas(), 3, now)
+	require.NoError(t, plan.Err)
+	assert.Equal(t, CreateShoot, plan.Action.Type)
+
+	// The claimed replica listed: it is driven as the pending one.
+	plan = Decide(claimed(time.Second, seedmanagementv1alpha1.ShootReconcilingReason, nil), append(replicas(), replicaIn(1, StatusShootReconciling, false, ShootProgressing)), 3, now)
+	require.NoError(t, plan.Err)
+	assert.Equal(t, EventWaitingForShootReconciled, plan.Event.Reason)
+}
+
 // A failed action leaves the pending replica and counters as they were: Succeeded is applied
 // only after the write.
 func TestDecideStatusBeforeTheAction(t *testing.T) {

@@ -59,9 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	}
 
 	plan, err := r.converge(ctx, req.Reader, set)
-	if errors.Is(err, errSetChanged) {
-		// Another reconcile was first: nothing was done, and the runtime decides again on
-		// what is there now (a conflict).
+	if errors.Is(err, errSetChanged) || errors.Is(err, ErrCreateInFlight) {
+		// Another reconcile was first, or is acting: nothing was done, and the runtime decides
+		// again on what is there then (a retry).
 		return err
 	}
 	if err != nil {

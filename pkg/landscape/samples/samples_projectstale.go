@@ -25,6 +25,12 @@ import (
 //   - "stale-in-use" has a Shoot in its namespace, and "stale-skipped" a namespace annotated
 //     project.gardener.cloud/skip-stale-check=true: their stale timestamps are cleared.
 //
+// The Shoot of "stale-in-use" is there before its Project: the Stale sweep may check the Project
+// at any moment after its creation (its auto-delete date has passed) and must find it in use.
+// Whether its creation then counts as the Project's activity depends on when the Activity
+// reconciler sees it; the sample's status has a last activity of its own (120 days ago), so the
+// outcome is the same either way: a last activity, and no stale timestamps.
+//
 // Creating an object that counts as activity (e.g. a Shoot in garden-stale-unused) sets the
 // Project's status.lastActivityTimestamp at once (Activity reconciler), and the next sweep
 // clears its stale timestamps.
@@ -36,12 +42,13 @@ func projectStaleSamples(ctx context.Context, c client.Client) error {
 		staleSince           *metav1.Time
 		autoDelete           *metav1.Time
 		namespaceAnnotations map[string]string
+		lastActivity         *metav1.Time
 		withShoot            bool
 	}{
 		{name: "stale-unused"},
 		{name: "stale-graced", staleSince: daysAgo(20)},
 		{name: "stale-expired", staleSince: daysAgo(100), autoDelete: &metav1.Time{Time: now.Add(-time.Hour)}},
-		{name: "stale-in-use", staleSince: daysAgo(100), autoDelete: daysAgo(10), withShoot: true},
+		{name: "stale-in-use", staleSince: daysAgo(100), autoDelete: daysAgo(10), lastActivity: daysAgo(120), withShoot: true},
 		{name: "stale-skipped", staleSince: daysAgo(100), autoDelete: daysAgo(10), namespaceAnnotations: map[string]string{"project.gardener.cloud/skip-stale-check": "true"}},
 	} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -51,6 +58,12 @@ func projectStaleSamples(ctx context.Context, c client.Client) error {
 		}}
 		if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
 			return err
+		}
+		if sample.withShoot {
+			shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns.Name}}
+			if err := client.IgnoreAlreadyExists(c.Create(ctx, shoot)); err != nil {
+				return err
+			}
 		}
 		p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: sample.name}}
 		p.Spec.Namespace = ptr.To(ns.Name)
@@ -63,16 +76,9 @@ func projectStaleSamples(ctx context.Context, c client.Client) error {
 		// gardener-apiserver always serves a status; the stand-in CRD keeps what it is given.
 		p.Status.StaleSinceTimestamp = sample.staleSince
 		p.Status.StaleAutoDeleteTimestamp = sample.autoDelete
+		p.Status.LastActivityTimestamp = sample.lastActivity
 		if err := setStatus(ctx, c, p); err != nil {
 			return err
-		}
-		// The Shoot comes last: its creation is activity on a Project that exists and has its
-		// status, whenever the functions see it.
-		if sample.withShoot {
-			shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns.Name}}
-			if err := client.IgnoreAlreadyExists(c.Create(ctx, shoot)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

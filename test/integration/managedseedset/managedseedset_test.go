@@ -268,3 +268,40 @@ func TestConcurrentReconcilesStartOneReplica(t *testing.T) {
 	assert.Equal(t, "concurrent-0", got.Status.PendingReplica.Name)
 	assert.Equal(t, int32(1), got.Status.NextReplicaNumber)
 }
+
+// The other interleaving: a reconcile that read the set after another's claim for the first
+// replica, but listed the replicas before that one's create, finds the pending replica missing.
+// It must neither start the next replica nor acknowledge the event: it asks for a retry, and
+// the retry, with the Shoot there, waits for it.
+func TestReconcileBetweenClaimAndCreateRetries(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	set := newSet(t, "claimed", 2)
+	f.Send("add", set)
+	require.Equal(t, "claimed-0", pending(t, set.Name).Name)
+
+	log := slog.New(slog.DiscardHandler)
+	r := &managedseedset.Reconciler{
+		Writer: function.NewWriter(env.Client), Events: function.NewEventRecorder(env.Client, "test", clock.RealClock{}, log),
+		Clock: clock.RealClock{}, MaxShootRetries: 3, Log: log,
+	}
+	before := getSet(t, set.Name)
+	err := r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(set), Reader: withoutShoots{env.Client}, Trigger: function.BySweep})
+	require.ErrorIs(t, err, managedseedset.ErrCreateInFlight)
+	assert.False(t, exists(t, getShootKey("claimed-1")), "no second replica while the first is being created")
+	assert.Equal(t, before.ResourceVersion, getSet(t, set.Name).ResourceVersion, "nothing written")
+
+	require.NoError(t, r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(set), Reader: env.Client, Trigger: function.BySweep}))
+	assert.Equal(t, "claimed-0", pending(t, set.Name).Name)
+	assert.False(t, exists(t, getShootKey("claimed-1")))
+}
+
+// withoutShoots lists no Shoots, everything else live: a list made before a create.
+type withoutShoots struct{ client.Reader }
+
+func (r withoutShoots) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*gardencorev1beta1.ShootList); ok {
+		return nil
+	}
+	return r.Reader.List(ctx, list, opts...)
+}

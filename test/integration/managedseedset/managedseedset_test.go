@@ -280,10 +280,12 @@ func TestReconcileBetweenClaimAndCreateRetries(t *testing.T) {
 	f.Send("add", set)
 	require.Equal(t, "claimed-0", pending(t, set.Name).Name)
 
+	// The function's clock, which dated the claim: the retry comes within CreateInFlight of it,
+	// however slow the machine.
 	log := slog.New(slog.DiscardHandler)
 	r := &managedseedset.Reconciler{
-		Writer: function.NewWriter(env.Client), Events: function.NewEventRecorder(env.Client, "test", clock.RealClock{}, log),
-		Clock: clock.RealClock{}, MaxShootRetries: 3, Log: log,
+		Writer: function.NewWriter(env.Client), Events: function.NewEventRecorder(env.Client, "test", f.Clock, log),
+		Clock: f.Clock, MaxShootRetries: 3, Log: log,
 	}
 	before := getSet(t, set.Name)
 	err := r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(set), Reader: withoutShoots{env.Client}, Trigger: function.BySweep})

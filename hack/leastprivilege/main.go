@@ -3,7 +3,10 @@
 // wrote (testenv, AUDIT_LOG_DIR; `make test` sets it), takes every request made as a function
 // (functiontest.AsFunction impersonates the function's ServiceAccount with exactly the RBAC
 // config/ grants it) and derives the tuples it used: verb, API group, resource, subresource and
-// namespace. The webhook servers are checked alike: each Service of config/ that serves webhooks
+// namespace. Suites whose admission plugins authorize on a request's behalf also write an
+// authorization log (testenv.Options.AuthorizationLog): each check made of a ServiceAccount
+// there counts as a use too (a check RBAC refused covers no grant; its request failed and
+// the audit log has it as forbidden). The webhook servers are checked alike: each Service of config/ that serves webhooks
 // (WEBHOOKS), as its ServiceAccount with the RBAC of its manifest, written there by hand
 // (testenv.ManifestClient serves the webhook suites so). It prints a table per function and
 // webhook server and fails on a permission used but not granted (a request that was forbidden)
@@ -29,6 +32,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/gardener-knative/gardener-knative/functions"
@@ -97,9 +101,13 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("least privilege: %d requests as functions in the audit logs of %s\n", events, dir)
+	checks, err := readAuthorizationLogs(dir, usages)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("least privilege: %d requests as functions in the audit logs of %s, %d authorization checks in its authorization logs\n", events, dir, checks)
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "function or webhook server\tgrants\tused\tunused\texempt\tdenied\t")
+	fmt.Fprintln(table, "function or webhook server\tgrants\tused\tunused\tdenied\t")
 	var problems []string
 	servers, err := webhookServers(configDir)
 	if err != nil {
@@ -109,25 +117,14 @@ func run(dir string) error {
 		servers = append(servers, server{name: fn.Name, user: configgen.ServiceAccountName(fn), grants: grantsOf(fn)})
 	}
 	for _, sv := range servers {
-		u := usages[sv.user]
-		if u == nil {
-			u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
-		}
+		u := usageOf(usages, sv.user)
 		var unused []permission
-		exempt := 0
 		for _, g := range sv.grants {
-			used := slices.ContainsFunc(keys(u.used), g.covers)
-			reason, exempted := unproven[sv.name+": "+g.String()]
-			switch {
-			case used && exempted:
-				problems = append(problems, fmt.Sprintf("%s: %s is used now: remove its exemption (%s)", sv.name, g, reason))
-			case exempted:
-				exempt++
-			case !used:
+			if !slices.ContainsFunc(keys(u.used), g.covers) {
 				unused = append(unused, g)
 			}
 		}
-		fmt.Fprintf(table, "%s\t%d\t%d\t%d\t%d\t%d\t\n", sv.name, len(sv.grants), len(u.used), len(unused), exempt, len(u.denied))
+		fmt.Fprintf(table, "%s\t%d\t%d\t%d\t%d\t\n", sv.name, len(sv.grants), len(u.used), len(unused), len(u.denied))
 		for _, p := range unused {
 			problems = append(problems, fmt.Sprintf("%s: granted but never used: %s", sv.name, p))
 		}
@@ -178,11 +175,7 @@ func read(dir string) (map[string]*usage, int, error) {
 				continue
 			}
 			events++
-			u := usages[user]
-			if u == nil {
-				u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
-				usages[user] = u
-			}
+			u := usageOf(usages, user)
 			resource := e.ObjectRef.Resource
 			if e.ObjectRef.Subresource != "" {
 				resource += "/" + e.ObjectRef.Subresource
@@ -207,6 +200,56 @@ func read(dir string) (map[string]*usage, int, error) {
 		}
 	}
 	return usages, events, nil
+}
+
+// readAuthorizationLogs adds the checks of the authorization logs in dir to usages and returns
+// how many it read.
+func readAuthorizationLogs(dir string, usages map[string]*usage) (int, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, testenv.AuthorizationLogPrefix+"*.log"))
+	if err != nil {
+		return 0, err
+	}
+	checks := 0
+	for _, log := range logs {
+		f, err := os.Open(log)
+		if err != nil {
+			return 0, err
+		}
+		scanner := bufio.NewScanner(f)
+		for scanner.Scan() {
+			var check authorizationv1.SubjectAccessReviewSpec
+			if err := json.Unmarshal(scanner.Bytes(), &check); err != nil {
+				_ = f.Close()
+				return 0, fmt.Errorf("%s: %w", log, err)
+			}
+			attrs := check.ResourceAttributes
+			if attrs == nil || !strings.HasPrefix(check.User, "system:serviceaccount:") {
+				continue
+			}
+			checks++
+			resource := attrs.Resource
+			if attrs.Subresource != "" {
+				resource += "/" + attrs.Subresource
+			}
+			usageOf(usages, check.User).used[permission{Verb: attrs.Verb, Group: attrs.Group, Resource: resource, Namespace: attrs.Namespace}]++
+		}
+		err = scanner.Err()
+		_ = f.Close()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", log, err)
+		}
+	}
+	return checks, nil
+}
+
+// usageOf is user's usage in usages, added when it has none yet.
+func usageOf(usages map[string]*usage, user string) *usage {
+	u := usages[user]
+	if u == nil {
+		u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
+		usages[user] = u
+	}
+	return u
 }
 
 // implicit are the permissions RBAC checks when it authorizes p, beyond p itself.

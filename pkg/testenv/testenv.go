@@ -119,6 +119,15 @@ type Env struct {
 	// Config is the admin's REST config; Client an uncached client over it.
 	Config *rest.Config
 	Client client.Client
+
+	authorizationLog *authorizationLog
+}
+
+// Stop stops the control plane and its authorization log.
+func (e *Env) Stop() error {
+	err := e.Environment.Stop()
+	e.authorizationLog.close()
+	return err
 }
 
 // Start starts kube-apiserver and etcd with the Gardener CRDs and any extra CRDs installed.
@@ -138,6 +147,12 @@ type Options struct {
 	// empty means 127.0.0.1. A shoot of the one-node cluster listens on the host's address, so
 	// that pods reach it.
 	Address string
+	// AuthorizationLog, where AUDIT_LOG_DIR is set, makes kube-apiserver write down every
+	// authorization check of a ServiceAccount there (authorizationLog), besides the audit log:
+	// a suite whose admission plugins authorize on a request's behalf
+	// (OwnerReferencesPermissionEnforcement) sets it, so that hack/leastprivilege sees those
+	// checks. It replaces --authorization-mode, so APIServerArgs must not set that.
+	AuthorizationLog bool
 }
 
 // AuditLogDirEnv names a directory: when set, every control plane writes kube-apiserver's audit
@@ -196,24 +211,23 @@ func StartWith(opts Options) (*Env, error) {
 	crds = append(crds, opts.CRDs...)
 	var errs []error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		env, cfg, err := startOnce(opts, crds)
+		env, err := startOnce(opts, crds)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
 			continue
 		}
-		c, err := kube.NewClient(cfg, scheme.Gardener)
-		if err != nil {
+		if env.Client, err = kube.NewClient(env.Config, scheme.Gardener); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}
-		return &Env{Environment: env, Config: cfg, Client: c}, nil
+		return env, nil
 	}
 	return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", errors.Join(errs...))
 }
 
 // startOnce starts one control plane, on a port of its own; what a failed start left running is
 // stopped.
-func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (*envtest.Environment, *rest.Config, error) {
+func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (*Env, error) {
 	env := &envtest.Environment{
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		ErrorIfCRDPathMissing: true,
@@ -222,7 +236,7 @@ func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (
 		// envtest takes the address only with a port; without one it picks both, on loopback.
 		port, err := freePort(opts.Address)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		apiServer := env.ControlPlane.GetAPIServer()
 		apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: opts.Address, Port: port}
@@ -231,17 +245,29 @@ func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (
 	for name, value := range opts.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
+	started := &Env{Environment: env}
 	if dir := os.Getenv(AuditLogDirEnv); dir != "" {
 		if err := auditTo(env, dir); err != nil {
-			return nil, nil, err
+			return nil, err
+		}
+		if opts.AuthorizationLog {
+			if _, set := opts.APIServerArgs["authorization-mode"]; set {
+				return nil, errors.New("an authorization log replaces --authorization-mode: set one of them")
+			}
+			log, err := recordAuthorization(env, dir)
+			if err != nil {
+				return nil, err
+			}
+			started.authorizationLog = log
 		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		_ = env.Stop()
-		return nil, nil, err
+		_ = started.Stop()
+		return nil, err
 	}
-	return env, cfg, nil
+	started.Config = cfg
+	return started, nil
 }
 
 // CountingClient returns an uncached client whose requests are counted by the returned counter.

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -239,4 +240,26 @@ func TestSeedMode(t *testing.T) {
 	h.Send("update", cm) // the source's event of the target's kind
 	require.NoError(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm))
 	assert.Equal(t, "a", cm.Data["key"])
+}
+
+// TestOriginNamesTheClusterIdentity: with clusterID "<cluster>", the origin of the objects
+// applied begins with the source cluster's identity, which the function reads from
+// kube-system/cluster-identity there, as Gardener's resource manager does.
+func TestOriginNamesTheClusterIdentity(t *testing.T) {
+	ctx := context.Background()
+	identity := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "cluster-identity"},
+		Data: map[string]string{"cluster-identity": "seed-identity"}}
+	require.NoError(t, seed.Client.Create(ctx, identity))
+	t.Cleanup(func() { _ = seed.Client.Delete(context.Background(), identity) })
+	cfg := config(t)
+	cfg.ClusterID = "<cluster>"
+	h := singleTarget(t, functiontest.WithConfig(cfg))
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "identified", map[string]string{"objects.yaml": configMap(ns, "identified", "a")})
+
+	h.Send("add", mr)
+
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "identified"}, cm))
+	assert.Equal(t, "seed-identity:"+ns+"/identified", cm.Annotations[resourcesv1alpha1.OriginAnnotation])
 }

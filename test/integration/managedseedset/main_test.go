@@ -30,10 +30,11 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	// A garden's kube-apiserver may enforce that whoever creates an object that blocks its
 	// owner's deletion may update the owner's finalizers: the replicas' Shoots and ManagedSeeds
-	// do, so the tests run with that check on.
+	// do, so the tests run with that check on, and its checks are written down for
+	// hack/leastprivilege.
 	testenv.MainWith(m, &env, testenv.Options{APIServerArgs: map[string]string{
 		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement",
-	}})
+	}, AuthorizationLog: true})
 }
 
 // garden is the namespace ManagedSeedSets and ManagedSeeds live in.

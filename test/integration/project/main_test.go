@@ -16,8 +16,9 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	// A garden's kube-apiserver may enforce that whoever makes an object block its owner's
 	// deletion may update the owner's finalizers: the Main reconciler's namespaces and
-	// ResourceQuotas do, so the tests run with that check on.
+	// ResourceQuotas do, so the tests run with that check on, and its checks are written down
+	// for hack/leastprivilege.
 	testenv.MainWith(m, &env, testenv.Options{APIServerArgs: map[string]string{
 		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement",
-	}})
+	}, AuthorizationLog: true})
 }

@@ -3,6 +3,8 @@ package seed_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,10 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/lifecycle"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 )
 
 // newShoot creates a Shoot in ns scheduled to seedName (spec and status), with a healthy
@@ -154,3 +159,49 @@ func TestHealthyTickCost(t *testing.T) {
 	assert.LessOrEqual(t, total, 3, "requests: %v", counts)
 	assert.Equal(t, map[string]int{"list": 2}, counts, "one LIST of Seeds, one of Leases; no Shoot is read, nothing is written")
 }
+
+// TestSweepConflictReconcilesFromLiveState: when the seed changes between the sweep's LIST and
+// the function's status patch, the patch conflicts (it is optimistic), and the seed is
+// reconciled again from live state: the seed and its gardenlet's Lease are read anew, and the
+// condition is set all the same.
+func TestSweepConflictReconcilesFromLiveState(t *testing.T) {
+	s := newSeed(t, gardenletReady(start))
+	renewLease(t, s.Name, start)
+	statusPath := "/apis/core.gardener.cloud/v1beta1/seeds/" + s.Name + "/status"
+	changed := &changeBeforeFirst{method: http.MethodPatch, path: statusPath, change: func() error {
+		return env.Client.Patch(context.Background(), s.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"changed":"meanwhile"}}}`)))
+	}}
+	h := newHarness(t, functiontest.WithRESTConfig(func(cfg *rest.Config) { cfg.Wrap(changed.wrap) }))
+	h.Clock.SetTime(start.Add(50 * time.Second))
+
+	counts := h.Measure(func() { h.Sweep(lifecycle.ReconcilerName) })
+
+	require.NoError(t, changed.err)
+	require.True(t, changed.done, "the seed changed before the function's patch")
+	assert.Equal(t, gardencorev1beta1.ConditionUnknown, condition(t, s.Name, gardencorev1beta1.GardenletReady).Status, "set after the conflict")
+	assert.Equal(t, "meanwhile", getSeed(t, s.Name).Labels["changed"], "the other writer's change stays")
+	assert.Equal(t, map[string]int{"list": 2, "patch": 2, "get": 2}, counts, "the sweep's two LISTs, the patch that conflicted, the live GETs of the seed and its Lease, the patch that took")
+}
+
+// changeBeforeFirst makes a change, through change, just before the first request of method to
+// path passes its transport: another writer, first.
+type changeBeforeFirst struct {
+	method, path string
+	change       func() error
+	once         sync.Once
+	done         bool
+	err          error
+}
+
+func (c *changeBeforeFirst) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == c.method && req.URL.Path == c.path {
+			c.once.Do(func() { c.done, c.err = true, c.change() })
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

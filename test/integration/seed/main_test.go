@@ -23,7 +23,14 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) {
+	// A garden's kube-apiserver may enforce that whoever makes an object block its owner's
+	// deletion may update the owner's finalizers: the seed namespaces block their Seed's, so the
+	// tests run with that check on, and its checks are written down for hack/leastprivilege.
+	testenv.MainWith(m, &env, testenv.Options{APIServerArgs: map[string]string{
+		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement",
+	}, AuthorizationLog: true})
+}
 
 // start is where every harness's fake clock starts: Leases and conditions are written relative
 // to it.

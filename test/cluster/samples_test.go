@@ -71,13 +71,14 @@ func TestSamples(t *testing.T) {
 		{"GRM node", (&samples.ShootNodes{Shoot: shoot.env.Client, Seed: c, Kubelet: kubelet}).Line},
 	} {
 		name, line := l.name, l.line
+		var done string // the line as checked, not as read again later
 		took := eventually(t, lineWait, name, func() error {
-			if l := line(); !samples.Done(l) {
-				return errorString(l)
+			if done = line(); !samples.Done(done) {
+				return errorString(done)
 			}
 			return nil
 		})
-		t.Logf("%s complete %s after the samples were created (waited %s): %s", name, time.Since(start).Round(time.Second), took.Round(time.Second), strings.ReplaceAll(line(), "\n", " | "))
+		t.Logf("%s complete %s after the samples were created (waited %s): %s", name, time.Since(start).Round(time.Second), took.Round(time.Second), strings.ReplaceAll(done, "\n", " | "))
 	}
 	require.Positive(t, registry.BlobDownloads(), "the chart was pulled from the suite's registry")
 }

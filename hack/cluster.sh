@@ -398,14 +398,12 @@ up() {
 # adds what a garden cluster has (Gardener's API as stand-in CRDs, the namespace garden) and what
 # an operator gives the functions (the landscape's settings, a seed kubeconfig: the cluster plays
 # the seed too); after it, the webhook registrations get the ingress CA as their caBundle, as an
-# operator sets it (docs/deployment.md). DEPLOY_FILES names other files or folders to apply instead
-# of config/: config/scale-to-zero/ on a deployed config/ ends as `ko apply -f config/ -f
-# config/scale-to-zero/` does, without building config/'s images again (its own image is one).
+# operator sets it (docs/deployment.md). DEPLOY_FILES adds files or folders (config/scale-to-zero/).
 deploy() {
   assets=$(cat "$D/assets")
-  local t0 f args=()
+  local t0 args=(-f config/)
   t0=$(date +%s)
-  for f in ${DEPLOY_FILES:-config/}; do args+=(-f "$f"); done
+  for f in ${DEPLOY_FILES:-}; do args+=(-f "$f"); done
   (cd "$root" && go run ./hack/clusterprep -seed-kubeconfig "$D/kubeconfig") | kc apply --server-side -f - >"$D/logs/clusterprep.log"
   (cd "$root" && KO_DOCKER_REPO="$REGISTRY/gardener-knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
     PATH="$assets:$PATH" KUBECONFIG="$D/kubeconfig" "$assets/ko" apply --insecure-registry --platform linux/amd64 "${args[@]}") \

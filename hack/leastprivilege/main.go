@@ -152,54 +152,37 @@ func read(dir string) (map[string]*usage, int, error) {
 	}
 	usages := map[string]*usage{}
 	events := 0
-	for _, log := range logs {
-		f, err := os.Open(log)
-		if err != nil {
-			return nil, 0, err
+	err = eachLine(logs, func(line []byte) error {
+		var e event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
 		}
-		scanner := bufio.NewScanner(f)
-		scanner.Buffer(make([]byte, 1<<20), 16<<20)
-		for scanner.Scan() {
-			var e event
-			if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
-				_ = f.Close()
-				return nil, 0, fmt.Errorf("%s: %w", log, err)
-			}
-			// Only the function's own requests: a test may probe, as the same user, that the
-			// function is refused something (with its own user agent).
-			if e.Stage != "ResponseComplete" || e.UserAgent != testenv.FunctionUserAgent || e.ImpersonatedUser == nil || e.ObjectRef == nil || e.ResponseStatus == nil {
-				continue
-			}
-			user := e.ImpersonatedUser.Username
-			if !strings.HasPrefix(user, "system:serviceaccount:") {
-				continue
-			}
-			events++
-			u := usageOf(usages, user)
-			resource := e.ObjectRef.Resource
-			if e.ObjectRef.Subresource != "" {
-				resource += "/" + e.ObjectRef.Subresource
-			}
-			p := permission{Verb: e.Verb, Group: e.ObjectRef.APIGroup, Resource: resource, Namespace: e.ObjectRef.Namespace}
-			if e.ResponseStatus.Code == 403 {
-				u.denied[p]++
-				continue
-			}
-			u.used[p]++
-			// RBAC's checks that are no requests of their own: binding a role needs bind on it,
-			// writing a role needs escalate on it (for rules the writer does not hold), approving
-			// a CSR needs approve on its signer.
-			for _, implied := range implicit(p) {
-				u.used[implied]++
-			}
+		// Only the function's own requests: a test may probe, as the same user, that the
+		// function is refused something (with its own user agent).
+		if e.Stage != "ResponseComplete" || e.UserAgent != testenv.FunctionUserAgent || e.ImpersonatedUser == nil || e.ObjectRef == nil || e.ResponseStatus == nil {
+			return nil
 		}
-		err = scanner.Err()
-		_ = f.Close()
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", log, err)
+		user := e.ImpersonatedUser.Username
+		if !strings.HasPrefix(user, "system:serviceaccount:") {
+			return nil
 		}
-	}
-	return usages, events, nil
+		events++
+		u := usageOf(usages, user)
+		p := permission{Verb: e.Verb, Group: e.ObjectRef.APIGroup, Resource: resourceOf(e.ObjectRef.Resource, e.ObjectRef.Subresource), Namespace: e.ObjectRef.Namespace}
+		if e.ResponseStatus.Code == 403 {
+			u.denied[p]++
+			return nil
+		}
+		u.used[p]++
+		// RBAC's checks that are no requests of their own: binding a role needs bind on it,
+		// writing a role needs escalate on it (for rules the writer does not hold), approving
+		// a CSR needs approve on its signer.
+		for _, implied := range implicit(p) {
+			u.used[implied]++
+		}
+		return nil
+	})
+	return usages, events, err
 }
 
 // readAuthorizationLogs adds the checks of the authorization logs in dir to usages and returns
@@ -210,36 +193,51 @@ func readAuthorizationLogs(dir string, usages map[string]*usage) (int, error) {
 		return 0, err
 	}
 	checks := 0
-	for _, log := range logs {
-		f, err := os.Open(log)
+	err = eachLine(logs, func(line []byte) error {
+		var check authorizationv1.SubjectAccessReviewSpec
+		if err := json.Unmarshal(line, &check); err != nil {
+			return err
+		}
+		attrs := check.ResourceAttributes
+		if attrs == nil || !strings.HasPrefix(check.User, "system:serviceaccount:") {
+			return nil
+		}
+		checks++
+		usageOf(usages, check.User).used[permission{Verb: attrs.Verb, Group: attrs.Group, Resource: resourceOf(attrs.Resource, attrs.Subresource), Namespace: attrs.Namespace}]++
+		return nil
+	})
+	return checks, err
+}
+
+// eachLine calls do with every line of the files, in order; an error names its file.
+func eachLine(files []string, do func(line []byte) error) error {
+	for _, name := range files {
+		f, err := os.Open(name)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		scanner := bufio.NewScanner(f)
-		for scanner.Scan() {
-			var check authorizationv1.SubjectAccessReviewSpec
-			if err := json.Unmarshal(scanner.Bytes(), &check); err != nil {
-				_ = f.Close()
-				return 0, fmt.Errorf("%s: %w", log, err)
-			}
-			attrs := check.ResourceAttributes
-			if attrs == nil || !strings.HasPrefix(check.User, "system:serviceaccount:") {
-				continue
-			}
-			checks++
-			resource := attrs.Resource
-			if attrs.Subresource != "" {
-				resource += "/" + attrs.Subresource
-			}
-			usageOf(usages, check.User).used[permission{Verb: attrs.Verb, Group: attrs.Group, Resource: resource, Namespace: attrs.Namespace}]++
+		scanner.Buffer(make([]byte, 1<<20), 16<<20)
+		for scanner.Scan() && err == nil {
+			err = do(scanner.Bytes())
 		}
-		err = scanner.Err()
+		if err == nil {
+			err = scanner.Err()
+		}
 		_ = f.Close()
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", log, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return checks, nil
+	return nil
+}
+
+// resourceOf is a resource as RBAC names it, with its subresource: "seeds/finalizers".
+func resourceOf(resource, subresource string) string {
+	if subresource == "" {
+		return resource
+	}
+	return resource + "/" + subresource
 }
 
 // usageOf is user's usage in usages, added when it has none yet.

@@ -81,7 +81,7 @@ func (f *APIFaults) Accepted() []Write {
 
 // WrapTransport is a rest.Config's WrapTransport.
 func (f *APIFaults) WrapTransport(next http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
+	return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		f.mu.Lock()
 		set, fault := f.fault, f.fault
 		if fault == Flaky {
@@ -131,9 +131,11 @@ func (f *APIFaults) WrapTransport(next http.RoundTripper) http.RoundTripper {
 	})
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
+// RoundTripperFunc is a function as an http.RoundTripper: a hop of a test's own between a client
+// and the kube-apiserver (rest.Config.Wrap), as APIFaults is one.
+type RoundTripperFunc func(*http.Request) (*http.Response, error)
 
-func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return rt(req) }
+func (rt RoundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return rt(req) }
 
 // answer is the kube-apiserver's Status answer with Retry-After: 1.
 func answer(req *http.Request, code int, reason string) *http.Response {

@@ -245,15 +245,15 @@ func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (
 	for name, value := range opts.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
+	if _, set := opts.APIServerArgs["authorization-mode"]; set && opts.AuthorizationLog {
+		return nil, errors.New("an authorization log replaces --authorization-mode: set one of them")
+	}
 	started := &Env{Environment: env}
 	if dir := os.Getenv(AuditLogDirEnv); dir != "" {
 		if err := auditTo(env, dir); err != nil {
 			return nil, err
 		}
 		if opts.AuthorizationLog {
-			if _, set := opts.APIServerArgs["authorization-mode"]; set {
-				return nil, errors.New("an authorization log replaces --authorization-mode: set one of them")
-			}
 			log, err := recordAuthorization(env, dir)
 			if err != nil {
 				return nil, err

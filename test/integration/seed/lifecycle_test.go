@@ -20,6 +20,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/seed/lifecycle"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // newShoot creates a Shoot in ns scheduled to seedName (spec and status), with a healthy
@@ -194,14 +195,10 @@ type changeBeforeFirst struct {
 }
 
 func (c *changeBeforeFirst) wrap(next http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	return testenv.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method == c.method && req.URL.Path == c.path {
 			c.once.Do(func() { c.done, c.err = true, c.change() })
 		}
 		return next.RoundTrip(req)
 	})
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -7,6 +7,7 @@
 #   hack/cluster.sh deploy   `ko apply -f config/` of this repository, the way the README says
 #   hack/cluster.sh down     stops everything and leaves the host as it found it
 #   hack/cluster.sh env      prints KUBECONFIG, REGISTRY and friends for a shell or a test
+#   hack/cluster.sh warm     builds what up builds, starts nothing (no root needed)
 #
 # Needs root (containers, network, iptables). Debian's containerd, runc, CNI plugins, iptables and
 # busybox-static are installed when missing; every other binary comes from hack/cluster-assets.sh.
@@ -238,31 +239,42 @@ CF
   wait_for "node $NODE" 120 bash -c "'$assets/kubectl' --kubeconfig '$D/kubeconfig' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 }
 
+# module_dir MODULE: where Knative's tools module has MODULE, downloaded first (go list -m would
+# print nothing for a module not yet in the module cache).
+module_dir() {
+  go -C "$root/hack/tools/knative" mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}
+
 # ko resolve of a Knative module's config directories into the local registry, cached by version
 # (the images stay in the registry's blob store; their manifests are pushed again each time).
 knative_resolve() { # out module dirs...
   local out=$1 module=$2; shift 2
   local dir args=()
-  dir=$(go -C "$root/hack/tools/knative" list -m -f '{{.Dir}}' "$module")
+  dir=$(module_dir "$module")
   for d in "$@"; do args+=(-f "$dir/$d"); done
   (cd "$root/hack/tools/knative" && KO_DOCKER_REPO="$REGISTRY/knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
     GOFLAGS=-mod=readonly "$assets/ko" resolve -R --insecure-registry --platform linux/amd64 "${args[@]}") >"$out" 2>"$D/logs/ko-$(basename "$out" .yaml).log"
 }
 
+# The config directories of Knative's modules that `up` applies.
+SERVING_DIRS="config/core"
+EVENTING_DIRS="config/core config/channels/in-memory-channel config/brokers/mt-channel-broker"
+
 knative_up() {
   local hostip=$1
-  local tools="$root/hack/tools/knative"
   log "Knative: building Serving and Eventing with ko (about 3 minutes warm)"
-  knative_resolve "$D/serving.yaml" knative.dev/serving config/core &
+  # shellcheck disable=SC2086 # word lists
+  knative_resolve "$D/serving.yaml" knative.dev/serving $SERVING_DIRS &
   local serving=$!
-  knative_resolve "$D/eventing.yaml" knative.dev/eventing config/core config/channels/in-memory-channel config/brokers/mt-channel-broker
+  # shellcheck disable=SC2086
+  knative_resolve "$D/eventing.yaml" knative.dev/eventing $EVENTING_DIRS
   wait $serving || die "ko resolve of Knative Serving failed ($D/logs/ko-serving.log)"
   # serving's module zip lacks the files that are symlinks in its repository: the networking CRDs
   # and config-network (knative.dev/networking) and the Image CRD (knative.dev/caching), at the
   # versions serving requires.
   local net cache
-  net=$(go -C "$tools" list -m -f '{{.Dir}}' knative.dev/networking)/config
-  cache=$(go -C "$tools" list -m -f '{{.Dir}}' knative.dev/caching)/config
+  net=$(module_dir knative.dev/networking)/config
+  cache=$(module_dir knative.dev/caching)/config
   kc apply -f "$net/ingress.yaml" -f "$net/certificate.yaml" -f "$net/serverlessservice.yaml" \
     -f "$net/domain-claim.yaml" -f "$cache/image.yaml" >/dev/null
   # Knative's webhooks come up with their deployments: apply again until they admit everything.
@@ -280,7 +292,7 @@ knative_up() {
   # name images of IntegrationSource and EventTransform, from outside the machine: their keys stay
   # (the eventing controller reads each), their values are blanked.
   local third_party
-  third_party=$(go -C "$tools" list -m -f '{{.Dir}}' knative.dev/eventing)/third_party/eventing-integrations-latest
+  third_party=$(module_dir knative.dev/eventing)/third_party/eventing-integrations-latest
   for f in "$third_party"/*.yaml; do
     echo "---"
     sed -n '/^apiVersion:/,$p' "$f" | sed 's/^\(  [a-z0-9-]*\): .*@sha256:.*/\1: ""/'
@@ -378,14 +390,14 @@ up() {
   local t0 hostip
   t0=$(date +%s)
   ensure_packages
-  assets=$("$root/hack/cluster-assets.sh")
+  "$root/hack/cluster-assets.sh" >/dev/null
   hostip=$(host_ip)
   [ -n "$hostip" ] || die "no host address (a default route's source) to bind kube-apiserver to"
   mkdir -p "$D"/{pids,logs}
   echo "$assets" >"$D/assets"
   echo "$hostip" >"$D/hostip"
   network_up
-  start registry "$assets/clusterregistry" -addr "$REGISTRY" -blobs "${REGISTRY_BLOBS:-$root/.cache/cluster/registry}" -busybox /bin/busybox
+  start registry "$assets/clusterregistry" -addr "$REGISTRY" -blobs "${REGISTRY_BLOBS:-${CLUSTER_CACHE:-$root/.cache/cluster}/registry}" -busybox /bin/busybox
   wait_for registry 30 curl -sf "http://$REGISTRY/v2/pause/manifests/1" -H 'Accept: application/vnd.oci.image.manifest.v1+json'
   cluster_up "$hostip"
   log "cluster Ready in $(( $(date +%s) - t0 ))s"
@@ -398,12 +410,14 @@ up() {
 # adds what a garden cluster has (Gardener's API as stand-in CRDs, the namespace garden) and what
 # an operator gives the functions (the landscape's settings, a seed kubeconfig: the cluster plays
 # the seed too); after it, the webhook registrations get the ingress CA as their caBundle, as an
-# operator sets it (docs/deployment.md). DEPLOY_FILES adds files or folders (config/scale-to-zero/).
+# operator sets it (docs/deployment.md). DEPLOY_FILES names other files or folders to apply instead
+# of config/: config/scale-to-zero/ on a deployed config/ ends as `ko apply -f config/ -f
+# config/scale-to-zero/` does, without building config/'s images again (its own image is one).
 deploy() {
   assets=$(cat "$D/assets")
-  local t0 args=(-f config/)
+  local t0 f args=()
   t0=$(date +%s)
-  for f in ${DEPLOY_FILES:-}; do args+=(-f "$f"); done
+  for f in ${DEPLOY_FILES:-config/}; do args+=(-f "$f"); done
   (cd "$root" && go run ./hack/clusterprep -seed-kubeconfig "$D/kubeconfig") | kc apply --server-side -f - >"$D/logs/clusterprep.log"
   (cd "$root" && KO_DOCKER_REPO="$REGISTRY/gardener-knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
     PATH="$assets:$PATH" KUBECONFIG="$D/kubeconfig" "$assets/ko" apply --insecure-registry --platform linux/amd64 "${args[@]}") \
@@ -420,6 +434,25 @@ print(json.dumps([{"op": "add", "path": "/webhooks/%d/clientConfig/caBundle" % i
     done
   done
   log "ko apply ${args[*]} done in $(( $(date +%s) - t0 ))s"
+}
+
+# warm builds what `up` builds and starts nothing, so that it can run beside other work (.ci/run
+# runs it at the lowest priority beside make test): the cluster's binaries, and the Go packages of
+# Knative's images, compiled as ko compiles them (CGO_ENABLED=0, -trimpath, linux/amd64), so that
+# up's ko resolve finds them in Go's build cache and only links. Needs no root.
+warm() {
+  "$root/hack/cluster-assets.sh" >/dev/null
+  local tools="$root/hack/tools/knative" module d pkgs=()
+  local -A dirs=([knative.dev/serving]=$SERVING_DIRS [knative.dev/eventing]=$EVENTING_DIRS)
+  for module in "${!dirs[@]}"; do
+    for d in ${dirs[$module]}; do
+      mapfile -t -O "${#pkgs[@]}" pkgs < <(grep -rhoE 'ko://[^"'"'"'[:space:]]+' "$(module_dir "$module")/$d" | sed 's|^ko://||')
+    done
+  done
+  mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
+  log "compiling the Go packages of Knative's ${#pkgs[@]} images"
+  # Several packages, no -o: go build compiles them and keeps nothing but its cache.
+  (cd "$tools" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 GOFLAGS=-mod=readonly go build -trimpath "${pkgs[@]}")
 }
 
 down() {
@@ -487,5 +520,6 @@ case "${1:-}" in
   deploy) deploy ;;
   down) down ;;
   env) env_ ;;
-  *) echo "usage: $0 up|deploy|down|env" >&2; exit 2 ;;
+  warm) warm ;;
+  *) echo "usage: $0 up|deploy|down|env|warm" >&2; exit 2 ;;
 esac

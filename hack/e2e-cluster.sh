@@ -32,7 +32,8 @@ go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
 echo "e2e-cluster: from ko apply to all Ready: $(( $(date +%s) - t1 ))s"
 go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTokenMount|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
 
-# Then the scale-to-zero variant on top (every Service may scale to zero, webhook timeouts 30 s).
+# Then the scale-to-zero variant on top (every Service may scale to zero, webhook timeouts 30 s): on
+# the deployed config/, the same end state as `ko apply -f config/ -f config/scale-to-zero/`.
 DEPLOY_FILES=config/scale-to-zero/ "$cluster" deploy
 go test -count=1 -timeout 30m -v -run 'TestScaleToZero|TestAdmissionFromZero' ./test/cluster/
 

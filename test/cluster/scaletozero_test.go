@@ -117,7 +117,7 @@ func podRSS(uid string) uint64 {
 // through Knative's ingress and activator, and the answer is the webhook's (a protected CRD's
 // deletion refused), never a failure-policy default.
 func TestAdmissionFromZero(t *testing.T) {
-	runs := envInt("COLD_RUNS", 3)
+	runs := envInt("COLD_RUNS", 10)
 	crd := protectedCRD(t)
 	var took []time.Duration
 	for range runs {

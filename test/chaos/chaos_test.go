@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,14 +36,18 @@ import (
 // The script's timeline, from the samples' creation: the updates and deletes come once every
 // sweep has run after the creation (so that a deletion does not race a function's first
 // reconciliation, whose outcome Gardener freezes once an object is on its way out: a
-// CloudProfile's status), the faults end faultsLast later, but not before faultsEnd. The seed
-// sample's gardenlet falls silent at its creation and its condition turns Unknown 40 s later;
-// every run's snapshot is taken before snapshotBy.
+// CloudProfile's status), the faults end faultsLast later, but not before faultsEnd. Every run's
+// snapshot is taken before snapshotBy, before the samples' first timed change: the seed sample's
+// gardenlet falls silent at its creation and its condition turns Unknown monitorPeriod later (the
+// next, a Kubernetes version's expiry, comes 2 min after the creation).
 const (
 	sweepSchedule = "*/2 * * * * *"
 	faultsLast    = 8 * time.Second
 	faultsEnd     = 22 * time.Second
-	snapshotBy    = 38 * time.Second
+	// monitorPeriod is the seed function's here, not make run's 40 s: a run slowed by its faults
+	// on two CPUs needs more than 38 s to settle (the duplicates' and all faults' runs did).
+	monitorPeriod = 100 * time.Second
+	snapshotBy    = monitorPeriod - 5*time.Second
 	// maxSettleRounds bounds the sweep rounds after the first that a run may take to settle;
 	// settleRound bounds one.
 	maxSettleRounds = 3
@@ -155,6 +161,15 @@ type outcome struct {
 	late bool
 }
 
+// settings are make run's settings of the functions, with the seed function's monitor periods
+// (the shoots' five times the seeds', as Gardener's defaults) set from monitorPeriod.
+func settings() map[string][]string {
+	env := maps.Clone(landscape.Settings)
+	env["seed"] = append(slices.Clone(env["seed"]),
+		"SEED_MONITOR_PERIOD="+monitorPeriod.String(), "SEED_SHOOT_MONITOR_PERIOD="+(5*monitorPeriod).String())
+	return env
+}
+
 // run brings up a landscape, drives the script through it with sc's faults, heals them, waits
 // one sweep period and takes the snapshot.
 func run(t *testing.T, sc scenario, seed int64) outcome {
@@ -170,7 +185,7 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 	pings := newPingWatch(sc.killMidSweep, seed)
 	land, err := landscape.Start(ctx, landscape.Options{
 		Dir:                  dir,
-		Env:                  landscape.Settings,
+		Env:                  settings(),
 		FunctionOutput:       func(string) io.Writer { return logs },
 		Replicas:             sc.replicas,
 		Front:                pings.front,

@@ -390,7 +390,7 @@ up() {
   local t0 hostip
   t0=$(date +%s)
   ensure_packages
-  "$root/hack/cluster-assets.sh" >/dev/null
+  assets=$("$root/hack/cluster-assets.sh")
   hostip=$(host_ip)
   [ -n "$hostip" ] || die "no host address (a default route's source) to bind kube-apiserver to"
   mkdir -p "$D"/{pids,logs}

@@ -7,7 +7,7 @@
 #   hack/cluster.sh deploy   `ko apply -f config/` of this repository, the way the README says
 #   hack/cluster.sh down     stops everything and leaves the host as it found it
 #   hack/cluster.sh env      prints KUBECONFIG, REGISTRY and friends for a shell or a test
-#   hack/cluster.sh warm     builds what up builds, starts nothing (no root needed)
+#   hack/cluster.sh warm     builds what up builds, starts nothing (no root needed; as root, also installs Debian's packages)
 #
 # Needs root (containers, network, iptables). Debian's containerd, runc, CNI plugins, iptables and
 # busybox-static are installed when missing; every other binary comes from hack/cluster-assets.sh.
@@ -439,8 +439,10 @@ print(json.dumps([{"op": "add", "path": "/webhooks/%d/clientConfig/caBundle" % i
 # warm builds what `up` builds and starts nothing, so that it can run beside other work (.ci/run
 # runs it at the lowest priority beside make test): the cluster's binaries, and the Go packages of
 # Knative's images, compiled as ko compiles them (CGO_ENABLED=0, -trimpath, linux/amd64), so that
-# up's ko resolve finds them in Go's build cache and only links. Needs no root.
+# up's ko resolve finds them in Go's build cache and only links. Needs no root; as root it also
+# installs the Debian packages up needs (minutes of download on a fresh machine, no CPU to speak of).
 warm() {
+  if [ "$(id -u)" = 0 ]; then ensure_packages; fi
   "$root/hack/cluster-assets.sh" >/dev/null
   local tools="$root/hack/tools/knative" module d pkgs=()
   local -A dirs=([knative.dev/serving]=$SERVING_DIRS [knative.dev/eventing]=$EVENTING_DIRS)

@@ -8,7 +8,8 @@ Each run waits until the project function has no pod at all (not even one draini
 pod still serves) and no minute tick is near, creates a Project, and waits for its namespace.
 The phases come from the clocks of the components themselves: the kubelet's log (the pod bound
 to the node), containerd's (the sandbox), the CRI logs of the pod's containers (process start,
-the function's "serving" line, its first reconcile). Prints each run and the median of each
+the function's "serving" line, its first reconcile), and a watch of the pod (when the API showed
+its IP and its readiness). Prints each run and the median of each
 phase (docs/cluster.md).
 """
 import datetime
@@ -20,6 +21,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 NS = "gardener-knative"
@@ -49,6 +51,37 @@ def klog_ts(line, year):
     return ts("%d-%s-%sT%s" % (year, m.group(1), m.group(2), m.group(3)))
 
 
+class PodWatch:
+    """Watches the function's pods and notes, on the host's clock, when the API first showed the
+    pod's IP (the kubelet reports it only after its next relist of the runtime's state: PLEG, once
+    a second) and when it first showed the pod Ready."""
+
+    def __init__(self):
+        self.ip = self.ready = None
+        self.proc = subprocess.Popen(["kubectl", "get", "pods", "-n", NS, "-l", "serving.knative.dev/service=" + SERVICE,
+                                      "-w", "-o", "json"], stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        buf, decoder = "", json.JSONDecoder()
+        for line in self.proc.stdout:
+            buf += line
+            try:
+                pod, end = decoder.raw_decode(buf.lstrip())
+            except ValueError:
+                continue
+            buf = buf.lstrip()[end:]
+            now, status = time.time(), pod.get("status", {})
+            if self.ip is None and status.get("podIP"):
+                self.ip = now
+            if self.ready is None and any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", [])):
+                self.ready = now
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
 def first(path, pattern, parse):
     with open(path, errors="replace") as f:
         for line in f:
@@ -61,6 +94,8 @@ def run():
     # No pod, not even a draining one, and no tick of a minute PingSource within the run.
     while pods() or not 5 <= datetime.datetime.now().second <= 45:
         time.sleep(0.5)
+    watch = PodWatch()
+    time.sleep(1)  # the watch's kubectl starts up (about 0.3 s) and lists nothing
     name = "cold-%05d" % random.randint(0, 99999)
     owner = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "owner@example.com"}
     project = {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Project", "metadata": {"name": name},
@@ -73,6 +108,7 @@ def run():
     while kubectl("get", "namespace", "garden-" + name).returncode != 0:
         time.sleep(0.02)
     done = time.time()
+    watch.stop()
     pod = pods()[0]["metadata"]["name"]
     logs = glob.glob(os.path.join(CLUSTER_DIR, "pod-logs", "%s_%s_*" % (NS, pod)))[0]
     year = datetime.datetime.now(datetime.timezone.utc).year
@@ -91,6 +127,8 @@ def run():
     phases["function process first output"] = first(fn, " ", cri)
     phases["function serving"] = first(fn, '"msg":"serving"', cri)
     phases["queue-proxy started"] = first(os.path.join(logs, "queue-proxy", "0.log"), "Starting queue-proxy", cri)
+    phases["pod IP in the API (the kubelet's relist)"] = watch.ip
+    phases["pod Ready in the API"] = watch.ready
     phases["first reconcile (request reached the function)"] = first(fn, '"reconciler"', cri)
     phases["namespace seen (kubectl polls: up to 0.3 s late)"] = done
     return t0, phases

@@ -289,12 +289,16 @@ func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	r.cmd, r.done = cmd, make(chan struct{})
+	done := make(chan struct{})
+	r.cmd, r.done = cmd, done
 	r.killed.Store(false)
 	go func() {
 		err := cmd.Wait()
-		close(r.done)
-		if !r.killed.Load() {
+		// Read before done is closed: once it is, Restart may start the next process on r and
+		// clear the flag, and this process's kill would be reported as an unexpected exit.
+		killed := r.killed.Load()
+		close(done)
+		if !killed {
 			l.exited <- fmt.Errorf("function %s exited: %w", name, err)
 		}
 	}()

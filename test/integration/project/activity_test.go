@@ -1,6 +1,7 @@
 package project_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"knative.dev/eventing/pkg/adapter/apiserver"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
@@ -112,5 +114,57 @@ func TestActivity(t *testing.T) {
 		h.ResetRequests()
 		h.Send("add", elsewhere)
 		assert.Equal(t, 1, h.Requests(""))
+	})
+}
+
+// latestChange is when the API server last recorded a change of obj: the newest time in its
+// managedFields.
+func latestChange(t *testing.T, obj client.Object) time.Time {
+	t.Helper()
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+	var latest time.Time
+	for _, entry := range obj.GetManagedFields() {
+		if entry.Time != nil && entry.Time.After(latest) {
+			latest = entry.Time.Time
+		}
+	}
+	return latest
+}
+
+func TestActivitySweep(t *testing.T) {
+	h := functiontest.New(t, env, project.Function, functiontest.WithConfig(&project.Config{Settings: gardenerDefaults}), functiontest.AsFunction())
+	p := newProject(t, nil)
+	ns := *p.Spec.Namespace
+
+	t.Run("a Shoot whose events were lost: its latest change is recorded", func(t *testing.T) {
+		shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "lost", Namespace: ns}}
+		create(t, shoot) // and no event reaches the function
+		require.Nil(t, lastActivity(t, p))
+		h.Clock.Step(time.Minute) // the function's clock is ahead of the API server's
+		h.ResetRequests()
+		h.Sweep(project.ActivitySweep)
+		got := lastActivity(t, p)
+		if assert.NotNil(t, got, "the sweep records the activity no event did") {
+			assert.True(t, latestChange(t, shoot).Equal(*got), "lastActivityTimestamp %v: the Shoot's latest change, not the sweep's now", got)
+		}
+		assert.Equal(t, 1, h.Requests("patch"), "the Project's status, once")
+		assert.Equal(t, 4, h.Requests("list"), "Projects, Shoots, BackupEntries and Quotas, once each, whatever their number")
+	})
+	t.Run("a second sweep writes nothing", func(t *testing.T) {
+		h.ResetRequests()
+		h.Sweep(project.ActivitySweep)
+		assert.Zero(t, h.Requests("patch"))
+	})
+	t.Run("an activity an event recorded is not moved back", func(t *testing.T) {
+		quota := &gardencorev1beta1.Quota{ObjectMeta: metav1.ObjectMeta{Name: "referenced", Namespace: ns, Labels: map[string]string{v1beta1constants.LabelSecretBindingReference: "true"}}}
+		create(t, quota)
+		h.Clock.Step(time.Hour)
+		h.Send("add", quota)
+		recorded := lastActivity(t, p)
+		require.NotNil(t, recorded)
+		h.ResetRequests()
+		h.Sweep(project.ActivitySweep)
+		assert.Equal(t, recorded, lastActivity(t, p))
+		assert.Zero(t, h.Requests("patch"))
 	})
 }

@@ -26,7 +26,7 @@ test:
 	$(ASSETS) $(KO) export AUDIT_LOG_DIR=$$PWD/.cache/audit; go test -count=1 -timeout 30m ./...
 	go run ./hack/leastprivilege -dir .cache/audit
 
-## chaos (not in .ci/run yet: docs/testing.md): the whole landscape under event faults (drops, duplicates, reordering, delays, adapter
+## chaos: the whole landscape under event faults (drops, duplicates, reordering, delays, adapter
 ## restarts, SIGKILL mid-sweep, two replicas, all combined) against a fault-free run of the same
 ## script (test/chaos; CHAOS_SEED=n repeats a run's random choices)
 chaos:

@@ -28,7 +28,8 @@ test:
 
 ## chaos: the whole landscape under event faults (drops, duplicates, reordering, delays, adapter
 ## restarts, SIGKILL mid-sweep, two replicas, all combined) against a fault-free run of the same
-## script (test/chaos; CHAOS_SEED=n repeats a run's random choices)
+## script (test/chaos; CHAOS_SEED=n repeats a run's random choices; CHAOS_CONTROL=0, as in
+## .ci/run, skips the second fault-free run)
 chaos:
 	$(ASSETS) CHAOS=1 go test -count=1 -v -timeout 30m -run TestWholeLandscapeConvergesUnderFaults ./test/chaos/
 

@@ -42,8 +42,12 @@ import (
 
 // Options configure a landscape.
 type Options struct {
-	// Dir holds the kubeconfig and the function binaries; it must exist.
+	// Dir holds the kubeconfigs, and the function binaries unless BinDir is set; it must exist.
 	Dir string
+	// BinDir, if set, holds the function binaries instead of Dir. Landscapes started one after
+	// another with the same BinDir link the functions once: go build leaves a binary that is up
+	// to date alone (a fresh directory costs linking all 26 again, about 33 s on 2 CPUs).
+	BinDir string
 	// Functions are the functions to run; nil means functions.All.
 	Functions []*function.Function
 	// Env adds environment variables (KEY=value) to the named function's process.
@@ -148,6 +152,9 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if opts.Replicas < 1 {
 		opts.Replicas = 1
 	}
+	if opts.BinDir == "" {
+		opts.BinDir = opts.Dir
+	}
 	started := &Landscape{opts: opts, URLs: map[string]string{}, services: map[string]*service{}, exited: make(chan error, len(opts.Functions)*opts.Replicas)}
 	l = started
 	defer func() {
@@ -195,7 +202,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		}
 	}
 	// One go build for all functions: the packages they share compile once and link in parallel.
-	build := exec.CommandContext(ctx, "go", "build", "-o", opts.Dir+string(filepath.Separator))
+	build := exec.CommandContext(ctx, "go", "build", "-o", opts.BinDir+string(filepath.Separator))
 	for _, fn := range opts.Functions {
 		build.Args = append(build.Args, configgen.ModulePath+"/functions/"+fn.Name)
 	}
@@ -273,7 +280,7 @@ func (l *Landscape) startFunction(ctx context.Context, fn *function.Function) er
 // startReplica starts one process of fn on r's port and waits until it is ready.
 func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *replica) error {
 	name := fn.Name
-	cmd := exec.Command(filepath.Join(l.opts.Dir, name))
+	cmd := exec.Command(filepath.Join(l.opts.BinDir, name))
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(r.port), "KUBECONFIG="+l.Kubeconfig)
 	if worksOnTarget(fn) {
 		cmd.Env = append(cmd.Env, "TARGET_KUBECONFIG="+l.SeedKubeconfig, "SEED_NAME="+SeedName)

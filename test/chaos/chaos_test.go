@@ -62,6 +62,9 @@ var knownDivergent = map[string]string{}
 // registry is the address of every run's chart registry.
 var registry string
 
+// binDir holds the function binaries, linked by the first run for all.
+var binDir string
+
 // scenario is one run's faults.
 type scenario struct {
 	// name names its subtest; what, its row of the report.
@@ -117,6 +120,7 @@ func TestWholeLandscapeConvergesUnderFaults(t *testing.T) {
 	require.NoError(t, err)
 	registry = listener.Addr().String()
 	require.NoError(t, listener.Close())
+	binDir = t.TempDir()
 
 	baseline := run(t, scenario{name: "fault-free"}, seed)
 	require.Empty(t, baseline.incomplete, "the fault-free run shows every function's samples complete")
@@ -188,8 +192,10 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 	defer logs.Close()
 
 	pings := newPingWatch(sc.killMidSweep, seed)
+	starting := time.Now()
 	land, err := landscape.Start(ctx, landscape.Options{
 		Dir:                  dir,
+		BinDir:               binDir,
 		Env:                  settings(),
 		FunctionOutput:       func(string) io.Writer { return logs },
 		Replicas:             sc.replicas,
@@ -199,6 +205,7 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 		ChartRegistryAddress: registry,
 	})
 	require.NoError(t, err, "%s: the landscape", sc.name)
+	t.Logf("%s: landscape started in %s", sc.name, time.Since(starting).Round(time.Millisecond))
 	pings.land = land
 	failed := true
 	defer func() {

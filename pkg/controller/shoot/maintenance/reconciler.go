@@ -105,8 +105,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if err := req.Reader.Get(ctx, req.Key, shoot); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	if shoot.DeletionTimestamp != nil {
+		return nil
+	}
+	if LandedUnfinished(shoot) {
+		if err := r.succeed(ctx, shoot); err != nil {
+			return err
+		}
+	}
 	now := r.Clock.Now()
-	if shoot.DeletionTimestamp != nil || !Due(shoot, now) {
+	if !Due(shoot, now) {
 		return nil
 	}
 	if _, err := semver.NewVersion(shoot.Spec.Kubernetes.Version); err != nil || (shoot.Spec.CloudProfile == nil && ptr.Deref(shoot.Spec.CloudProfileName, "") == "") {
@@ -177,14 +185,7 @@ func (r *Reconciler) maintain(ctx context.Context, shoot *gardencorev1beta1.Shoo
 		!requiresStatus && last.State == gardencorev1beta1.LastOperationStateFailed) {
 		// Processing: this maintenance's changes were applied. Failed without anything to
 		// report now: an earlier failure was fixed (by this maintenance or in between).
-		wasFailed := last.State == gardencorev1beta1.LastOperationStateFailed
-		if _, err := r.Writer.PatchStatus(ctx, shoot, func() {
-			shoot.Status.LastMaintenance.State = gardencorev1beta1.LastOperationStateSucceeded
-			if wasFailed {
-				shoot.Status.LastMaintenance.Description = "Maintenance succeeded"
-				shoot.Status.LastMaintenance.FailureReason = nil
-			}
-		}); err != nil {
+		if err := r.succeed(ctx, shoot); err != nil {
 			return err
 		}
 	}
@@ -192,6 +193,20 @@ func (r *Reconciler) maintain(ctx context.Context, shoot *gardencorev1beta1.Shoo
 	r.recordEvents(ctx, shoot, outcome)
 	log.Info("Shoot maintenance completed")
 	return nil
+}
+
+// succeed ends the Shoot's last maintenance as Succeeded; one that had Failed is described as
+// succeeded now.
+func (r *Reconciler) succeed(ctx context.Context, shoot *gardencorev1beta1.Shoot) error {
+	wasFailed := shoot.Status.LastMaintenance.State == gardencorev1beta1.LastOperationStateFailed
+	_, err := r.Writer.PatchStatus(ctx, shoot, func() {
+		shoot.Status.LastMaintenance.State = gardencorev1beta1.LastOperationStateSucceeded
+		if wasFailed {
+			shoot.Status.LastMaintenance.Description = "Maintenance succeeded"
+			shoot.Status.LastMaintenance.FailureReason = nil
+		}
+	})
+	return err
 }
 
 // rejected handles a maintained Shoot the API server refused (Gardener finds out with a dry

@@ -14,12 +14,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
 // recordingWriter applies mutations and records them; the spec patch fails with specErr.
@@ -140,4 +143,26 @@ func TestMaintenanceSucceeds(t *testing.T) {
 	assert.Equal(t, "reconcile", w.shoots[1].Annotations[v1beta1constants.GardenerOperation])
 	assert.Equal(t, gardencorev1beta1.LastOperationStateSucceeded, w.shoots[2].Status.LastMaintenance.State)
 	assert.Equal(t, []string{`Normal KubernetesVersionMaintenance: Control Plane: Updated Kubernetes version from "1.30.1" to "1.30.5". Reason: Automatic update of Kubernetes version configured.`}, []string(*events))
+}
+
+// The status write that ends a maintenance conflicted after its changes landed (another writer
+// in between) and the maintenance is not due again: the next reconcile, by the redelivered event
+// or the next sweep, ends it, and maintains nothing twice.
+func TestLandedMaintenanceEndedByTheNextReconcile(t *testing.T) {
+	shoot := shootWith("1.30.5", true, false)
+	shoot.Namespace, shoot.Name = "garden-test", "s"
+	shoot.Annotations = map[string]string{MaintainedAtAnnotation: now.Format(time.RFC3339), v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile}
+	shoot.Status.LastMaintenance = &gardencorev1beta1.LastMaintenance{Description: "Control Plane: Updated", TriggeredTime: metav1.Time{Time: now}, State: gardencorev1beta1.LastOperationStateProcessing}
+	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(shoot).WithStatusSubresource(shoot).Build()
+	w := &recordingWriter{}
+	events := &recordedEvents{}
+	r := newTestReconciler(w, events)
+	r.Clock = testclock.NewFakePassiveClock(now.Add(time.Minute))
+
+	require.NoError(t, r.Reconcile(context.Background(), function.Request{Key: client.ObjectKeyFromObject(shoot), Reader: c, Trigger: function.BySweep}))
+	assert.Equal(t, []string{"status"}, w.calls, "only the missing status write")
+	ended := w.shoots[0].Status.LastMaintenance
+	assert.Equal(t, gardencorev1beta1.LastOperationStateSucceeded, ended.State)
+	assert.Equal(t, "Control Plane: Updated", ended.Description, "the maintenance's own report kept")
+	assert.Empty(t, *events)
 }

@@ -82,12 +82,7 @@ func Due(shoot *gardencorev1beta1.Shoot, now time.Time) bool {
 // its trigger: the spec's write failed, e.g. on a conflict) does not count: Gardener retries a
 // failed maintenance for as long as the window lasts, and so is it here.
 func LastMaintained(shoot *gardencorev1beta1.Shoot) time.Time {
-	var last time.Time
-	if value, ok := shoot.Annotations[MaintainedAtAnnotation]; ok {
-		if t, err := time.Parse(time.RFC3339, value); err == nil {
-			last = t
-		}
-	}
+	last := annotatedMaintenance(shoot)
 	if lm := shoot.Status.LastMaintenance; lm != nil && lm.TriggeredTime.After(last) {
 		if lm.State == gardencorev1beta1.LastOperationStateProcessing && last.Before(lm.TriggeredTime.Truncate(time.Second)) {
 			return last
@@ -95,4 +90,28 @@ func LastMaintained(shoot *gardencorev1beta1.Shoot) time.Time {
 		last = lm.TriggeredTime.Time
 	}
 	return last
+}
+
+// LandedUnfinished says the Shoot's maintenance is still Processing although its changes landed
+// (the annotation written with them is not older than its trigger): only the status write that
+// ends it is missing. It failed (a conflict with another writer in between: ours are optimistic,
+// Gardener's final status patch is not) or the process ended before it, and the maintenance is
+// not due again, so nothing else would ever end it.
+func LandedUnfinished(shoot *gardencorev1beta1.Shoot) bool {
+	lm := shoot.Status.LastMaintenance
+	if lm == nil || lm.State != gardencorev1beta1.LastOperationStateProcessing {
+		return false
+	}
+	at := annotatedMaintenance(shoot)
+	return !at.IsZero() && !at.Before(lm.TriggeredTime.Truncate(time.Second))
+}
+
+// annotatedMaintenance is MaintainedAtAnnotation's time; zero if it is missing or unreadable.
+func annotatedMaintenance(shoot *gardencorev1beta1.Shoot) time.Time {
+	if value, ok := shoot.Annotations[MaintainedAtAnnotation]; ok {
+		if t, err := time.Parse(time.RFC3339, value); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }

@@ -167,3 +167,24 @@ func TestInterruptedMaintenanceIsDueAgain(t *testing.T) {
 	assert.Equal(t, at(4, 10, 20), LastMaintained(s), "done by Gardener, which writes no annotation")
 	assert.False(t, Due(s, at(4, 10, 21)))
 }
+
+// A maintenance whose changes landed but whose final status write did not (a conflict with
+// another writer, or the process ended) is to be ended; nothing else is.
+func TestLandedUnfinished(t *testing.T) {
+	triggered := metav1.Time{Time: at(4, 10, 20).Add(400 * time.Millisecond)}
+	processing := func(s *gardencorev1beta1.Shoot) *gardencorev1beta1.Shoot {
+		s.Status.LastMaintenance = &gardencorev1beta1.LastMaintenance{TriggeredTime: triggered, State: gardencorev1beta1.LastOperationStateProcessing}
+		return s
+	}
+	assert.True(t, LandedUnfinished(processing(maintainedAt(windowShoot("", ""), at(4, 10, 20)))), "the annotation has the trigger's second")
+	assert.True(t, LandedUnfinished(processing(maintainedAt(windowShoot("", ""), at(4, 10, 21)))))
+	assert.False(t, LandedUnfinished(processing(maintainedAt(windowShoot("", ""), at(4, 10, 19)))), "its changes did not land: due again, not ended")
+	assert.False(t, LandedUnfinished(processing(windowShoot("", ""))), "maintained by Gardener, which writes no annotation: its own to end")
+
+	done := processing(maintainedAt(windowShoot("", ""), at(4, 10, 20)))
+	for _, state := range []gardencorev1beta1.LastOperationState{gardencorev1beta1.LastOperationStateSucceeded, gardencorev1beta1.LastOperationStateFailed} {
+		done.Status.LastMaintenance.State = state
+		assert.False(t, LandedUnfinished(done), state)
+	}
+	assert.False(t, LandedUnfinished(maintainedAt(windowShoot("", ""), at(4, 10, 20))), "never reported")
+}

@@ -134,7 +134,7 @@ func ObjectsFor(fns []*function.Function, mode function.Mode) ([]client.Object, 
 		}
 		objs = append(objs, trigger)
 		// Schedules that follow the configuration (a syncPeriod) follow its defaults here.
-		config, err := function.LoadConfig(fn, function.ComponentConfigs{})
+		config, err := function.LoadConfig(fn, fn.DeployedConfigs())
 		if err != nil {
 			return nil, fmt.Errorf("function %s: %w", fn.Name, err)
 		}

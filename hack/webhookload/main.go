@@ -132,7 +132,7 @@ func run(opts options, out io.Writer) (err error) {
 	deps := webhook.Deps{Source: reader, Target: reader, Config: cfg, Clock: clock.RealClock{}, Log: log}
 	var webhooks []webhook.Webhook
 	for _, c := range selected {
-		wh, err := c.New(deps)
+		wh, err := c.Build(deps)
 		if err != nil {
 			return fmt.Errorf("webhook %s: %w", c.Name, err)
 		}

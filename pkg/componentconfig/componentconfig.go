@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -129,4 +132,41 @@ func read(path string) ([]byte, error) {
 		return nil, fmt.Errorf("reading component configuration: %w", err)
 	}
 	return data, nil
+}
+
+// ShootClusterID is controllers.clusterID of ShootResourceManager: the identity of the seed
+// each shoot runs on (grm.SeedIdentity).
+const ShootClusterID = "<seed>"
+
+// ShootResourceManager is the ResourceManagerConfiguration gardenlet v1.150 renders for a shoot's
+// gardener-resource-manager (the botanist's DefaultResourceManager, the component's
+// ensureConfigMap), Gardener's defaults applied: the defaults of every deployment that serves
+// shoots, per seed or for one target, when it is given no file. What gardenlet sets per shoot is
+// each tenant's (tenant.Settings): the cluster id (ShootClusterID), the machine namespace, the
+// API server host, the scheduler, the node agents' maximum delay and selectors' use, the
+// system components' tolerations, and which webhooks and controllers apply at all.
+func ShootResourceManager() *ResourceManagerFile {
+	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
+	c := &cfg.Controllers
+	c.ClusterID = new(ShootClusterID)
+	c.GarbageCollector = rmv1alpha1.GarbageCollectorControllerConfig{Enabled: true, SyncPeriod: &metav1.Duration{Duration: 12 * time.Hour}}
+	c.Health = rmv1alpha1.HealthControllerConfig{ConcurrentSyncs: new(10), SyncPeriod: &metav1.Duration{Duration: time.Minute}}
+	c.ManagedResource = rmv1alpha1.ManagedResourceControllerConfig{ConcurrentSyncs: new(20), SyncPeriod: &metav1.Duration{Duration: time.Hour}, AlwaysUpdate: new(true)}
+	c.CSRApprover = rmv1alpha1.CSRApproverControllerConfig{Enabled: true, ConcurrentSyncs: new(5)}
+	c.TokenRequestor = rmv1alpha1.TokenRequestorControllerConfig{Enabled: true, ConcurrentSyncs: new(5)}
+	c.NodeCriticalComponents.Enabled = true
+	c.NodeAgentReconciliationDelay.Enabled = true
+	w := &cfg.Webhooks
+	w.HighAvailabilityConfig.Enabled = true
+	w.ProjectedTokenMount.Enabled = true
+	w.NodeAgentAuthorizer.Enabled = true
+	w.VPAInPlaceUpdates.Enabled = true
+	w.KubernetesServiceHost.Enabled = true
+	w.PodSchedulerName = rmv1alpha1.PodSchedulerNameWebhookConfig{Enabled: true, SchedulerName: new("bin-packing-scheduler")}
+	w.PodTopologySpreadConstraints.Enabled = true
+	systemComponents := map[string]string{v1beta1constants.LabelWorkerPoolSystemComponents: "true"}
+	w.SystemComponentsConfig = rmv1alpha1.SystemComponentsConfigWebhookConfig{Enabled: true, NodeSelector: systemComponents, PodNodeSelector: systemComponents}
+	cfg.TargetClientConnection = &rmv1alpha1.ClientConnection{Namespaces: []string{metav1.NamespaceSystem, v1beta1constants.KubernetesDashboardNamespace, corev1.NamespaceNodeLease}}
+	configScheme.Default(cfg)
+	return &ResourceManagerFile{ResourceManagerConfiguration: cfg}
 }

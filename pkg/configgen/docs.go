@@ -41,7 +41,7 @@ func FunctionsIndex(fns []*function.Function) File {
 			}
 			watches = append(watches, s)
 		}
-		config, _ := function.LoadConfig(fn, function.ComponentConfigs{}) // Generate has loaded it already
+		config, _ := function.LoadConfig(fn, fn.DeployedConfigs()) // Generate has loaded it already
 		for _, sw := range fn.Sweeps {
 			var related []string
 			for _, l := range sw.Related {

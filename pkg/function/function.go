@@ -136,6 +136,17 @@ type Reconciler struct {
 	Cluster Cluster
 	// New builds the handler once per process.
 	New func(Deps) (Handler, error)
+	// AppliesTo says, per seed, whether gardenlet runs the controller in the resource manager of
+	// a tenant with these settings (e.g. not for workerless shoots); nil means every tenant's.
+	// The runtime never reconciles a key of a tenant it does not apply to, nor sweeps that
+	// tenant for it: its events are filtered, and its sweeps list nothing there.
+	AppliesTo func(*tenant.Settings) bool
+}
+
+// appliesTo tells whether r serves the tenant of ctx: always outside per-seed mode (no tenant).
+func (r Reconciler) appliesTo(ctx context.Context) bool {
+	s, ok := tenant.SettingsFrom(ctx)
+	return !ok || r.AppliesTo == nil || r.AppliesTo(s)
 }
 
 // Handler converges the object a key names. It must be idempotent: events are duplicated and
@@ -278,6 +289,13 @@ func (f *Function) DeploymentMode() Mode {
 		return SingleTarget
 	}
 	return f.Deployment
+}
+
+// DeployedConfigs are the component configurations config/ deploys the function with: none
+// named, so Gardener's defaults, those of a shoot's resource manager where it serves every shoot
+// of a seed.
+func (f *Function) DeployedConfigs() ComponentConfigs {
+	return ComponentConfigs{Shoots: f.DeploymentMode() == PerSeed}
 }
 
 // ScheduleEvery is the cron schedule of a PingSource that ticks every d: whole seconds below a

@@ -67,6 +67,18 @@ type ResourceManagerConfig interface {
 // of; empty names give Gardener's defaults.
 type ComponentConfigs struct {
 	ControllerManager, ResourceManager string
+	// Shoots says the function serves shoots (per seed, or one target): without a
+	// ResourceManager file, its defaults are then those gardenlet gives a shoot's resource
+	// manager (componentconfig.ShootResourceManager), not those of Gardener's API.
+	Shoots bool
+}
+
+// ComponentConfigsOf names the files of the configuration, for a function serving shoots or not.
+func (c Config) ComponentConfigsOf() ComponentConfigs {
+	return ComponentConfigs{
+		ControllerManager: c.ControllerManagerConfig, ResourceManager: c.ResourceManagerConfig,
+		Shoots: c.MultiTenant || c.TargetKubeconfig != "",
+	}
 }
 
 // LoadConfig returns the function's configuration: a fresh value of its Config's type, filled
@@ -86,9 +98,12 @@ func LoadConfig(fn *Function, files ComponentConfigs) (any, error) {
 		fromCM.FromControllerManager(cm)
 	}
 	if fromRM, ok := cfg.(ResourceManagerConfig); ok {
-		rm, err := componentconfig.ResourceManager(files.ResourceManager)
-		if err != nil {
-			return nil, err
+		rm := componentconfig.ShootResourceManager()
+		if files.ResourceManager != "" || !files.Shoots {
+			var err error
+			if rm, err = componentconfig.ResourceManager(files.ResourceManager); err != nil {
+				return nil, err
+			}
 		}
 		for _, unknown := range rm.Unknown {
 			slog.Warn("component configuration: field ignored", "file", files.ResourceManager, "error", unknown)
@@ -113,7 +128,7 @@ func Run(ctx context.Context, fn *Function) error {
 	if err != nil {
 		return err
 	}
-	fnConfig, err := LoadConfig(fn, ComponentConfigs{ControllerManager: cfg.ControllerManagerConfig, ResourceManager: cfg.ResourceManagerConfig})
+	fnConfig, err := LoadConfig(fn, cfg.ComponentConfigsOf())
 	if err != nil {
 		return err
 	}

@@ -331,6 +331,10 @@ func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from 
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)
 	}
+	if !r.appliesTo(ctx) {
+		s.metrics.filtered.WithLabelValues(r.Name, r.For.Kind).Inc()
+		return nil
+	}
 	return s.reconcile(ctx, r, Request{Key: key, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent})
 }
 

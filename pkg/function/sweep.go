@@ -190,6 +190,9 @@ func (s *Server) sweepTenants(ctx context.Context, sweep Sweep) (sweepResult, er
 				s.log.Warn("sweep: tenant skipped", "sweep", sweep.Name, "tenant", tn, "error", err)
 				return
 			}
+			if r, _ := s.fn.Reconciler(sweep.Reconciler); !r.appliesTo(tctx) {
+				return // gardenlet runs no such controller for this tenant: nothing to list
+			}
 			result, err := s.sweepOnce(tctx, sweep, tn)
 			result.tenants = 1
 			mu.Lock()
@@ -290,6 +293,9 @@ func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler,
 	}
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)
+	}
+	if !r.appliesTo(ctx) {
+		return nil
 	}
 	req := Request{Key: key, Reader: reader, Trigger: BySweep, Sweep: sweep}
 	if target != nil {

@@ -117,18 +117,20 @@ func (t *targets) tenantOf(r Reconciler, key Key, from tenant.Name) (tenant.Name
 	return owner, nil
 }
 
-// reach returns ctx for acting on behalf of tenant tn, after making sure the tenant can be
-// reached: an unknown tenant (no access in the seed) is a terminal failure with its reason,
-// before the reconciler reads or writes anything.
+// reach returns ctx for acting on behalf of tenant tn, with its name and settings (see
+// tenant.SettingsFrom), after making sure the tenant can be reached: an unknown tenant (no access
+// in the seed) is a terminal failure with its reason, before the reconciler reads or writes
+// anything.
 func (t *targets) reach(ctx context.Context, tn tenant.Name) (context.Context, error) {
 	if tn == "" {
 		return ctx, nil
 	}
-	if _, err := t.tenants.Client(ctx, tn); err != nil {
+	settings, err := t.tenants.Settings(ctx, tn)
+	if err != nil {
 		if clients.IsUnknownTenant(err) {
 			return nil, Terminal(err)
 		}
 		return nil, err
 	}
-	return tenant.With(ctx, tn), nil
+	return tenant.WithSettings(tenant.With(ctx, tn), settings), nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 )
 
 // Enroll does in the seed and the shoot what gardenlet does for a shoot's
@@ -25,8 +26,15 @@ import (
 // served per seed: in the shoot the ServiceAccount kube-system/gardener-resource-manager bound to
 // cluster-admin; in the seed the namespace t, the Cluster t annotated with the name of the
 // generic token kubeconfig, that kubeconfig (the shoot's server and CA, a token file) and the
-// access Secret holding the ServiceAccount's token (valid for a day).
+// access Secret holding the ServiceAccount's token (valid for a day). The Cluster holds
+// tenanttest.Shoot(t) and its Seed; EnrollShoot enrolls another Shoot.
 func Enroll(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env) error {
+	return EnrollShoot(ctx, seed, t, shoot, nil)
+}
+
+// EnrollShoot is Enroll with the Shoot the Cluster holds (tenanttest.Shoot(t) when nil): the
+// tenant's settings come from it.
+func EnrollShoot(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env, shootObject *gardencorev1beta1.Shoot) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: v1beta1constants.DeploymentNameGardenerResourceManager}}
 	if err := shoot.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -48,9 +56,11 @@ func Enroll(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env) 
 		return err
 	}
 	kubeconfigName := v1beta1constants.SecretNameGenericTokenKubeconfig + "-0123abcd"
-	if err := seed.Create(ctx, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{
-		Name: ns, Annotations: map[string]string{v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName: kubeconfigName},
-	}}); err != nil {
+	cluster, err := tenanttest.Cluster(t, kubeconfigName, shootObject)
+	if err != nil {
+		return err
+	}
+	if err := seed.Create(ctx, cluster); err != nil {
 		return err
 	}
 	kubeconfig, err := GenericTokenKubeconfig(ns, shoot.Config)

@@ -74,9 +74,9 @@ func Authorization(name, path string, authorizer Authorizer, log *slog.Logger) W
 	})}
 }
 
-// answerAuthorizationError answers a SubjectAccessReview with an evaluation error (no opinion:
-// the kube-apiserver asks its next authorizer), without calling the authorizer.
-func answerAuthorizationError(w http.ResponseWriter, r *http.Request, cause error) {
+// answerAuthorization answers a SubjectAccessReview with status, without calling the
+// authorizer: an evaluation error, or no opinion (the kube-apiserver asks its next authorizer).
+func answerAuthorization(w http.ResponseWriter, r *http.Request, status authorizationv1.SubjectAccessReviewStatus) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("reading SubjectAccessReview: %v", err), http.StatusBadRequest)
@@ -87,7 +87,7 @@ func answerAuthorizationError(w http.ResponseWriter, r *http.Request, cause erro
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	review.Status = authorizationv1.SubjectAccessReviewStatus{EvaluationError: cause.Error()}
+	review.Status = status
 	out, err := encodeReview(review)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/kelseyhightower/envconfig"
 )
 
@@ -14,6 +15,8 @@ import (
 type Configured[S any] struct {
 	Name    string
 	Enabled func(*componentconfig.ResourceManagerFile) bool
+	// AppliesTo is the Constructor's.
+	AppliesTo func(*tenant.Settings) bool
 	// Defaults are the settings before the environment; nil means S's zero value.
 	Defaults func(Deps) S
 	Build    func(Deps, S) (Webhook, error)
@@ -21,7 +24,7 @@ type Configured[S any] struct {
 
 // Constructor builds the webhook with its settings read from the environment.
 func (c Configured[S]) Constructor() Constructor {
-	return Constructor{Name: c.Name, Enabled: c.Enabled, New: func(deps Deps) (Webhook, error) {
+	return Constructor{Name: c.Name, Enabled: c.Enabled, AppliesTo: c.AppliesTo, New: func(deps Deps) (Webhook, error) {
 		var settings S
 		if c.Defaults != nil {
 			settings = c.Defaults(deps)
@@ -35,5 +38,5 @@ func (c Configured[S]) Constructor() Constructor {
 
 // With builds the webhook with the given settings, whatever the environment says.
 func (c Configured[S]) With(settings S) Constructor {
-	return Constructor{Name: c.Name, Enabled: c.Enabled, New: func(deps Deps) (Webhook, error) { return c.Build(deps, settings) }}
+	return Constructor{Name: c.Name, Enabled: c.Enabled, AppliesTo: c.AppliesTo, New: func(deps Deps) (Webhook, error) { return c.Build(deps, settings) }}
 }

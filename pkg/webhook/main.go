@@ -63,9 +63,13 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		return err
 	}
 	log := process.Log
-	rmFile, err := componentconfig.ResourceManager(cfg.ResourceManagerConfig)
-	if err != nil {
-		return err
+	// Serving every shoot of a seed, the defaults are those gardenlet gives a shoot's resource
+	// manager, as for the functions.
+	rmFile := componentconfig.ShootResourceManager()
+	if cfg.ResourceManagerConfig != "" || !cfg.MultiTenant {
+		if rmFile, err = componentconfig.ResourceManager(cfg.ResourceManagerConfig); err != nil {
+			return err
+		}
 	}
 	for _, unknown := range rmFile.Unknown {
 		log.Warn("component configuration: field ignored", "file", cfg.ResourceManagerConfig, "error", unknown)
@@ -107,7 +111,7 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 	deps := Deps{Source: source, Target: target, Config: rmConfig, Clock: clock.RealClock{}, Log: log}
 	var webhooks []Webhook
 	for _, c := range selected {
-		wh, err := c.New(deps)
+		wh, err := c.Build(deps)
 		if err != nil {
 			return fmt.Errorf("webhook %s: %w", c.Name, err)
 		}

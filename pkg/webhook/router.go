@@ -12,6 +12,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -23,8 +24,8 @@ type routedWebhook struct {
 }
 
 // tenantRouter serves /<tenant>/<webhook path>: it authenticates the caller when asked, answers
-// for tenants the seed holds no access for, and calls the webhook with the tenant in the
-// request's context.
+// for tenants the seed holds no access for and for tenants the webhook does not apply to, and
+// calls the webhook with the tenant and its settings in the request's context.
 type tenantRouter struct {
 	webhooks     map[string]routedWebhook
 	tenants      *clients.Clients
@@ -48,19 +49,35 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := tenant.With(r.Context(), t)
-	// Resolving the tenant first gives an unknown tenant the same clear answer from every
-	// webhook, also from those that never read the tenant's cluster. Transient errors are left
-	// to the webhooks that read it (they fail as they would for an unreachable target).
-	if _, err := tr.tenants.Client(ctx, t); clients.IsUnknownTenant(err) {
-		tr.metrics.unknownTenants.WithLabelValues(wh.Name, "unknown-tenant").Inc()
+	// Every webhook answers a tenant as gardenlet configured the tenant's own resource manager:
+	// its settings come first. Without them the kube-apiserver is told the call failed, so that
+	// it applies the registration's failure policy (a fail-closed webhook rejects with the
+	// reason, a best-effort one is skipped); an authorizer has no opinion.
+	settings, err := tr.tenants.Settings(ctx, t)
+	if err != nil {
+		reason, code := "unknown-tenant", http.StatusForbidden
+		if !clients.IsUnknownTenant(err) {
+			reason, code = "unreachable-seed", http.StatusServiceUnavailable
+		}
+		tr.metrics.unknownTenants.WithLabelValues(wh.Name, reason).Inc()
 		if wh.authorization {
-			answerAuthorizationError(w, r, err)
+			answerAuthorization(w, r, authorizationv1.SubjectAccessReviewStatus{EvaluationError: err.Error()})
 		} else {
-			denyAdmission(w, r, http.StatusForbidden, err.Error())
+			failCall(w, code, err.Error())
 		}
 		return
 	}
-	wh.handler.ServeHTTP(w, r.WithContext(ctx))
+	if wh.appliesTo != nil && !wh.appliesTo(settings) {
+		// gardenlet would not run this webhook for the tenant: it changes nothing.
+		tr.metrics.notApplied.WithLabelValues(wh.Name).Inc()
+		if wh.authorization {
+			answerAuthorization(w, r, authorizationv1.SubjectAccessReviewStatus{})
+		} else {
+			allowAdmission(w, r)
+		}
+		return
+	}
+	wh.handler.ServeHTTP(w, r.WithContext(tenant.WithSettings(ctx, settings)))
 }
 
 // callerIsTenant tells whether the request came with a verified client certificate whose
@@ -73,9 +90,29 @@ func callerIsTenant(r *http.Request, t tenant.Name) bool {
 	return subject.CommonName == string(t) || slices.Contains(subject.Organization, string(t))
 }
 
-// denyAdmission answers an AdmissionReview with a denial of the given code and message, in
-// the AdmissionReview version asked, without calling a webhook.
-func denyAdmission(w http.ResponseWriter, r *http.Request, code int32, message string) {
+// failCall answers that the webhook could not be called: an HTTP error whose body is a Status
+// with the reason, which the kube-apiserver reports as the webhook's failure.
+func failCall(w http.ResponseWriter, code int, message string) {
+	reason := metav1.StatusReasonForbidden
+	if code == http.StatusServiceUnavailable {
+		reason = metav1.StatusReasonServiceUnavailable
+	}
+	out, err := json.Marshal(&metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message,
+	})
+	if err != nil {
+		http.Error(w, message, code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(out)
+}
+
+// allowAdmission answers an AdmissionReview with allowed and no patch, in the AdmissionReview
+// version asked, without calling a webhook.
+func allowAdmission(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("reading AdmissionReview: %v", err), http.StatusBadRequest)
@@ -97,9 +134,7 @@ func denyAdmission(w http.ResponseWriter, r *http.Request, code int32, message s
 	}
 	out, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "AdmissionReview"},
-		Response: &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false, Result: &metav1.Status{
-			Status: metav1.StatusFailure, Code: code, Reason: metav1.StatusReasonForbidden, Message: message,
-		}},
+		Response: &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true},
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -47,6 +47,7 @@ type ServeOptions struct {
 // serverMetrics count the webhooks' requests.
 type serverMetrics struct {
 	unknownTenants *prometheus.CounterVec
+	notApplied     *prometheus.CounterVec
 	requests       *prometheus.CounterVec
 	latency        *prometheus.HistogramVec
 }
@@ -55,8 +56,12 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 	m := &serverMetrics{
 		unknownTenants: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gardener_knative_webhook_tenant_refusals_total",
-			Help: "Requests for tenant paths answered without calling the webhook, by webhook and reason (unknown-tenant, unauthenticated).",
+			Help: "Requests for tenant paths refused without calling the webhook, by webhook and reason (unknown-tenant, unreachable-seed, unauthenticated).",
 		}, []string{"webhook", "reason"}),
+		notApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gardener_knative_webhook_not_applied_total",
+			Help: "Requests of tenants the webhook does not apply to (gardenlet would not configure it for their shoots), answered without a change, by webhook.",
+		}, []string{"webhook"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gardener_knative_webhook_requests_total",
 			Help: "Webhook requests by webhook and HTTP code (admission outcomes are in gardener_knative_admission_responses_total).",
@@ -67,7 +72,7 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"webhook"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.unknownTenants, admissionResponses)
+	reg.MustRegister(m.requests, m.latency, m.unknownTenants, m.notApplied, admissionResponses)
 	return m
 }
 

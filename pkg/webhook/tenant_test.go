@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log/slog"
 	"math/big"
@@ -31,6 +32,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 func TestParseTenantPath(t *testing.T) {
@@ -227,14 +230,13 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 		return resp.StatusCode, out
 	}
 
+	// The call fails with the reason as a Status: the kube-apiserver applies the registration's
+	// failure policy (a fail-closed webhook rejects with it, a best-effort one is skipped).
 	code, out := post("/shoot--p--x/webhooks/admit", `{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u1"}}`)
-	require.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "admission.k8s.io/v1beta1", out["apiVersion"])
-	response := out["response"].(map[string]any)
-	assert.Equal(t, "u1", response["uid"])
-	assert.Equal(t, false, response["allowed"])
-	assert.Equal(t, float64(http.StatusForbidden), response["status"].(map[string]any)["code"])
-	assert.Contains(t, response["status"].(map[string]any)["message"], `unknown tenant "shoot--p--x"`)
+	require.Equal(t, http.StatusForbidden, code)
+	assert.Equal(t, "Status", out["kind"])
+	assert.Equal(t, "Forbidden", out["reason"])
+	assert.Contains(t, out["message"], `unknown tenant "shoot--p--x"`)
 
 	code, out = post("/shoot--p--x/webhooks/auth", `{"apiVersion":"authorization.k8s.io/v1beta1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
 	require.Equal(t, http.StatusOK, code)
@@ -244,9 +246,78 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 	assert.Nil(t, status["denied"], "no opinion")
 	assert.Contains(t, status["evaluationError"], `unknown tenant "shoot--p--x"`)
 
-	code, _ = post("/shoot--p--x/webhooks/admit", `not json`)
-	assert.Equal(t, http.StatusBadRequest, code)
 	assert.False(t, called, "no webhook runs for an unknown tenant")
+}
+
+// A tenant's request reaches the webhook with the tenant's settings; a webhook that does not
+// apply to the tenant is answered without it (allowed without a patch, no opinion); a seed that
+// cannot be read fails the call (503).
+func TestServeAppliesTenantsSettings(t *testing.T) {
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", newPKI(t).pem, "shoot--p--a", "shoot--p--b")
+	workerless := tenanttest.Shoot("shoot--p--b")
+	workerless.Spec.Provider.Workers = nil
+	cluster, err := tenanttest.Cluster("shoot--p--b", "generic-token-kubeconfig-1", workerless)
+	require.NoError(t, err)
+	seed.Objects[client.ObjectKey{Name: "shoot--p--b"}] = cluster
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme})
+	require.NoError(t, err)
+
+	var seen []string
+	admit := Admission("admit", "/webhooks/admit", admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		s, _ := tenant.SettingsFrom(ctx)
+		seen = append(seen, s.KubernetesServiceHost)
+		return admission.Denied("the webhook ran")
+	}), slog.New(slog.DiscardHandler))
+	admit.appliesTo = (*tenant.Settings).HasWorkers
+	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { seen = append(seen, "authz") }), slog.New(slog.DiscardHandler))
+	authz.appliesTo = (*tenant.Settings).HasWorkers
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan net.Addr, 1)
+	go func() {
+		_ = Serve(ctx, ServeOptions{Addr: "127.0.0.1:0", RequestTimeout: time.Second, ShutdownTimeout: time.Second, Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants},
+			[]Webhook{admit, authz}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	}()
+	addr := (<-addrs).String()
+	post := func(path, body string) (int, map[string]any) {
+		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	const review = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","object":{"apiVersion":"v1","kind":"Pod"}}}`
+	const sar = `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`
+
+	code, out := post("/shoot--p--a/webhooks/admit", review)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, false, out["response"].(map[string]any)["allowed"], "the webhook answered")
+	assert.Equal(t, []string{tenanttest.APIServerHost("shoot--p--a")}, seen, "with the tenant's settings")
+
+	seen = nil
+	code, out = post("/shoot--p--b/webhooks/admit", review)
+	require.Equal(t, http.StatusOK, code)
+	response := out["response"].(map[string]any)
+	assert.Equal(t, true, response["allowed"])
+	assert.Equal(t, "u1", response["uid"])
+	assert.Nil(t, response["patch"])
+	code, out = post("/shoot--p--b/webhooks/auth", sar)
+	require.Equal(t, http.StatusOK, code)
+	status := out["status"].(map[string]any)
+	assert.Equal(t, false, status["allowed"])
+	assert.Nil(t, status["denied"], "no opinion")
+	assert.Nil(t, status["evaluationError"])
+	assert.Empty(t, seen, "no webhook runs for a tenant it does not apply to")
+
+	code, _ = post("/shoot--p--b/webhooks/admit", `not json`)
+	assert.Equal(t, http.StatusBadRequest, code)
+
+	seed.Fail = errors.New("the seed is unreachable")
+	code, out = post("/shoot--p--c/webhooks/admit", review)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, out["message"], "the seed is unreachable")
+	assert.Empty(t, seen)
 }
 
 type authorizerFunc func()

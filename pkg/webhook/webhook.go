@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,8 @@ type Webhook struct {
 	// authorization says the handler answers SubjectAccessReviews (else AdmissionReviews): the
 	// server answers requests it refuses itself (unknown tenants) in the same kind.
 	authorization bool
+	// appliesTo is the constructor's AppliesTo.
+	appliesTo func(*tenant.Settings) bool
 }
 
 // Deps are what a webhook's constructor gets.
@@ -56,7 +59,22 @@ type Constructor struct {
 	Name string
 	// Enabled says whether GRM's component configuration enables it.
 	Enabled func(*componentconfig.ResourceManagerFile) bool
-	New     func(Deps) (Webhook, error)
+	// AppliesTo says whether gardenlet configures the webhook in the resource manager of a
+	// tenant with these settings; nil means every tenant's (where it is registered). The server
+	// answers the requests of a tenant it does not apply to itself: allowed without a patch, no
+	// opinion for an authorizer.
+	AppliesTo func(*tenant.Settings) bool
+	New       func(Deps) (Webhook, error)
+}
+
+// Build builds the webhook with what the constructor declares.
+func (c Constructor) Build(deps Deps) (Webhook, error) {
+	wh, err := c.New(deps)
+	if err != nil {
+		return Webhook{}, err
+	}
+	wh.appliesTo = c.AppliesTo
+	return wh, nil
 }
 
 // Paths are all paths the webhook answers at.

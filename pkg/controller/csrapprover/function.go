@@ -59,7 +59,8 @@ var Function = &function.Function{
 		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	},
-	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.CertificateSigningRequest, Cluster: function.Target, New: newReconciler}},
+	// Gardener runs it only in the resource managers of shoots with workers.
+	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.CertificateSigningRequest, Cluster: function.Target, New: newReconciler, AppliesTo: (*tenant.Settings).HasWorkers}},
 	Watches:     []function.Watch{{Kind: kinds.CertificateSigningRequest, Cluster: function.Target, Reconciler: "main", Predicate: Predicate}},
 	Sweeps: []function.Sweep{{
 		// Catches requests whose events were lost: one LIST per tenant; only a pending request

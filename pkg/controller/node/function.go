@@ -20,6 +20,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/node/criticalcomponents"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -86,7 +87,8 @@ var Function = &function.Function{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	},
 	Reconcilers: []function.Reconciler{
-		{Name: CriticalComponents, For: kinds.Node, Cluster: function.Target, New: newCriticalComponents},
+		// Gardener runs it only in the resource managers of shoots with workers.
+		{Name: CriticalComponents, For: kinds.Node, Cluster: function.Target, New: newCriticalComponents, AppliesTo: (*tenant.Settings).HasWorkers},
 		{Name: AgentReconciliationDelay, For: kinds.Namespace, Cluster: function.Target, New: newAgentReconciliationDelay},
 	},
 	Watches: []function.Watch{
@@ -144,7 +146,7 @@ func newAgentReconciliationDelay(deps function.Deps) (function.Handler, error) {
 	if err := agentreconciliationdelay.Validate(cfg.MinDelay, cfg.MaxDelay); err != nil {
 		return nil, err
 	}
-	return &agentreconciliationdelay.Reconciler{MinDelay: cfg.MinDelay, MaxDelay: cfg.MaxDelay, Source: deps.Source, Target: deps.Target, Log: deps.Log}, nil
+	return &agentreconciliationdelay.Reconciler{MinDelay: cfg.MinDelay, MaxDelay: cfg.MaxDelay, Target: deps.Target, Log: deps.Log}, nil
 }
 
 // TaintedNode passes a Node's creations and updates while it carries the taint (Gardener's

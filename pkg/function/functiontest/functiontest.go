@@ -111,7 +111,8 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		o(&s)
 	}
 	if s.config == nil {
-		cfg, err := function.LoadConfig(fn, function.ComponentConfigs{})
+		// Serving shoots (per seed or one target), the defaults are a shoot resource manager's.
+		cfg, err := function.LoadConfig(fn, function.ComponentConfigs{Shoots: s.tenants || s.target != nil})
 		require.NoError(t, err)
 		s.config = cfg
 	}

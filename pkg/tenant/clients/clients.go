@@ -19,11 +19,12 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -88,12 +89,13 @@ type Clients struct {
 	cache   *cache.Cache[cachedTenant]
 }
 
-// cachedTenant is a cache entry: a client and the REST configuration it was built from, or why
-// the tenant is unknown.
+// cachedTenant is a cache entry: a client, the REST configuration it was built from and the
+// tenant's settings, or why the tenant is unknown.
 type cachedTenant struct {
-	client  client.Client
-	config  *rest.Config
-	unknown error
+	client   client.Client
+	config   *rest.Config
+	settings *tenant.Settings
+	unknown  error
 }
 
 // New returns an empty cache of tenant clients.
@@ -156,11 +158,11 @@ func (c *Clients) Config(ctx context.Context, t tenant.Name) (*rest.Config, erro
 func (c *Clients) get(ctx context.Context, t tenant.Name) (cachedTenant, error) {
 	// The cache scopes its keys by the context's tenant: each tenant has one entry.
 	entry, err := c.cache.Get(tenant.With(ctx, t), "client", func(ctx context.Context) (cachedTenant, error) {
-		cl, cfg, err := c.build(ctx, t)
+		built, err := c.build(ctx, t)
 		switch {
 		case err == nil:
 			c.opts.Log.Info("tenant client built", "tenant", string(t))
-			return cachedTenant{client: cl, config: cfg}, nil
+			return built, nil
 		case IsUnknownTenant(err):
 			c.opts.Log.Warn("unknown tenant", "tenant", string(t), "error", err)
 			return cachedTenant{unknown: err}, nil
@@ -176,6 +178,13 @@ func (c *Clients) get(ctx context.Context, t tenant.Name) (cachedTenant, error) 
 	return entry, nil
 }
 
+// Settings returns the tenant's settings, derived from its Cluster when its client was built
+// (shared with every request of the tenant: never changed), with the same errors as Client.
+func (c *Clients) Settings(ctx context.Context, t tenant.Name) (*tenant.Settings, error) {
+	entry, err := c.get(ctx, t)
+	return entry.settings, err
+}
+
 // Forget drops the tenant's client, e.g. after its token was refused: the next request reads
 // the Secrets again.
 func (c *Clients) Forget(t tenant.Name) { c.cache.Forget(t) }
@@ -183,9 +192,10 @@ func (c *Clients) Forget(t tenant.Name) { c.cache.Forget(t) }
 // Len is the number of tenants cached (known and unknown).
 func (c *Clients) Len() int { return c.cache.Len() }
 
-// build reads the tenant's Cluster (for the name of its generic token kubeconfig), that
-// kubeconfig (server and CA) and the access Secret (token) from the seed.
-func (c *Clients) build(ctx context.Context, t tenant.Name) (client.Client, *rest.Config, error) {
+// build reads the tenant's Cluster (the name of its generic token kubeconfig, and the Shoot and
+// Seed its settings come from), that kubeconfig (server and CA) and the access Secret (token)
+// from the seed.
+func (c *Clients) build(ctx context.Context, t tenant.Name) (cachedTenant, error) {
 	unknown := func(format string, args ...any) error {
 		return &UnknownTenantError{Tenant: t, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -202,30 +212,34 @@ func (c *Clients) build(ctx context.Context, t tenant.Name) (client.Client, *res
 		return nil
 	}
 	ns := string(t)
-	cluster := &metav1.PartialObjectMetadata{}
+	cluster := &unstructured.Unstructured{}
 	cluster.SetGroupVersionKind(clusterGVK)
 	if err := read("Cluster", client.ObjectKey{Name: ns}, cluster); err != nil {
-		return nil, nil, err
+		return cachedTenant{}, err
 	}
-	kubeconfigName := cluster.Annotations[v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName]
+	settings, err := SettingsOfCluster(cluster)
+	if err != nil {
+		return cachedTenant{}, unknown("Cluster %s: %v", ns, err)
+	}
+	kubeconfigName := cluster.GetAnnotations()[v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName]
 	if kubeconfigName == "" {
-		return nil, nil, unknown("Cluster %s has no annotation %s", ns, v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName)
+		return cachedTenant{}, unknown("Cluster %s has no annotation %s", ns, v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName)
 	}
 	kubeconfig := &corev1.Secret{}
 	if err := read("generic token kubeconfig Secret", client.ObjectKey{Namespace: ns, Name: kubeconfigName}, kubeconfig); err != nil {
-		return nil, nil, err
+		return cachedTenant{}, err
 	}
 	access := &corev1.Secret{}
 	if err := read("access Secret", client.ObjectKey{Namespace: ns, Name: c.opts.AccessSecret}, access); err != nil {
-		return nil, nil, err
+		return cachedTenant{}, err
 	}
 	token := strings.TrimSpace(string(access.Data["token"]))
 	if token == "" {
-		return nil, nil, unknown("access Secret %s/%s has no token (yet)", ns, c.opts.AccessSecret)
+		return cachedTenant{}, unknown("access Secret %s/%s has no token (yet)", ns, c.opts.AccessSecret)
 	}
 	cfg, err := RESTConfig(t, kubeconfig.Data["kubeconfig"], token)
 	if err != nil {
-		return nil, nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+		return cachedTenant{}, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
 	}
 	if c.opts.ConfigureREST != nil {
 		c.opts.ConfigureREST(cfg)
@@ -234,9 +248,32 @@ func (c *Clients) build(ctx context.Context, t tenant.Name) (client.Client, *res
 	if err != nil {
 		// It reaches no server yet: what fails is the configuration (e.g. a CA that does not
 		// parse), which only the seed's Secrets can fix.
-		return nil, nil, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+		return cachedTenant{}, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
 	}
-	return cl, cfg, nil
+	return cachedTenant{client: cl, config: cfg, settings: settings}, nil
+}
+
+// SettingsOfCluster derives a tenant's settings from its Cluster (read whole: unstructured, so
+// that no process needs the extensions API group in its scheme). The Cluster must hold the
+// Shoot, as gardenlet always writes it; what cannot be decoded makes the tenant unknown.
+func SettingsOfCluster(cluster *unstructured.Unstructured) (*tenant.Settings, error) {
+	rawShoot, ok, _ := unstructured.NestedMap(cluster.Object, "spec", "shoot")
+	if !ok || len(rawShoot) == 0 {
+		return nil, errors.New("holds no shoot (spec.shoot)")
+	}
+	shoot := &gardencorev1beta1.Shoot{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rawShoot, shoot); err != nil {
+		return nil, fmt.Errorf("decoding spec.shoot: %w", err)
+	}
+	var seed *gardencorev1beta1.Seed
+	if rawSeed, ok, _ := unstructured.NestedMap(cluster.Object, "spec", "seed"); ok {
+		seed = &gardencorev1beta1.Seed{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rawSeed, seed); err != nil {
+			return nil, fmt.Errorf("decoding spec.seed: %w", err)
+		}
+	}
+	settings := tenant.SettingsOf(shoot, seed)
+	return &settings, nil
 }
 
 // newClient is a tenant's uncached client; with a shared mapper, it discovers only the API

@@ -9,19 +9,24 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
@@ -52,10 +57,78 @@ func Kubeconfig(t testing.TB, server string, ca []byte) []byte {
 	return data
 }
 
+// SeedIdentity is the cluster identity of the seed Seed describes.
+const SeedIdentity = "seed-identity"
+
+// Shoot is the Shoot of tenant t (shoot--<project>--<name>) as a Cluster holds it: one worker
+// pool without taints, the default scheduling profile and feature gates, the internal API
+// server domain advertised. Tests change it to describe other shoots.
+func Shoot(t tenant.Name) *gardencorev1beta1.Shoot {
+	project, name := "project", string(t)
+	if parts := strings.SplitN(strings.TrimPrefix(string(t), tenant.DefaultPrefix), "--", 2); len(parts) == 2 {
+		project, name = parts[0], parts[1]
+	}
+	return &gardencorev1beta1.Shoot{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "garden-" + project, Name: name},
+		Spec: gardencorev1beta1.ShootSpec{
+			Provider: gardencorev1beta1.Provider{Type: "local", Workers: []gardencorev1beta1.Worker{{Name: "worker", Minimum: 1, Maximum: 2}}},
+		},
+		Status: gardencorev1beta1.ShootStatus{
+			TechnicalID: string(t),
+			AdvertisedAddresses: []gardencorev1beta1.ShootAdvertisedAddress{
+				{Name: "external", URL: "https://api." + name + "." + project + ".external.local.gardener.cloud"},
+				{Name: "internal", URL: "https://" + APIServerHost(t)},
+			},
+		},
+	}
+}
+
+// APIServerHost is the internal API server domain Shoot(t) advertises.
+func APIServerHost(t tenant.Name) string {
+	return "api." + strings.ReplaceAll(strings.TrimPrefix(string(t), tenant.DefaultPrefix), "--", ".") + ".internal.local.gardener.cloud"
+}
+
+// SeedObject is the Seed every Cluster of Cluster holds: its identity is SeedIdentity.
+func SeedObject() *gardencorev1beta1.Seed {
+	return &gardencorev1beta1.Seed{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Seed"},
+		ObjectMeta: metav1.ObjectMeta{Name: "seed"},
+		Status:     gardencorev1beta1.SeedStatus{ClusterIdentity: ptr.To(SeedIdentity)},
+	}
+}
+
+// Cluster is the Cluster gardenlet keeps for tenant t: named after its namespace, annotated with
+// the name of its generic token kubeconfig Secret, holding the Shoot (Shoot(t) when nil) and the
+// Seed (SeedObject()).
+func Cluster(t tenant.Name, kubeconfigSecret string, shoot *gardencorev1beta1.Shoot) (*unstructured.Unstructured, error) {
+	if shoot == nil {
+		shoot = Shoot(t)
+	}
+	spec := map[string]any{}
+	for key, obj := range map[string]any{"shoot": shoot, "seed": SeedObject(), "cloudProfile": map[string]any{"apiVersion": gardencorev1beta1.SchemeGroupVersion.String(), "kind": "CloudProfile"}} {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, err
+		}
+		spec[key] = m
+	}
+	cluster := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	cluster.SetAPIVersion("extensions.gardener.cloud/v1alpha1")
+	cluster.SetKind("Cluster")
+	cluster.SetName(string(t))
+	cluster.SetAnnotations(map[string]string{"generic-token-kubeconfig.secret.gardener.cloud/name": kubeconfigSecret})
+	return cluster, nil
+}
+
 // Seed is a seed's Clusters and Secrets as a client.Reader that counts its reads; Fail makes
 // every read fail.
 type Seed struct {
-	// Objects are Secrets, and Clusters as PartialObjectMetadata, by key.
+	// Objects are Secrets, and Clusters (unstructured, see Cluster), by key.
 	Objects map[client.ObjectKey]client.Object
 	Reads   int
 	Fail    error
@@ -67,9 +140,9 @@ func Enrolled(t testing.TB, server string, ca []byte, tenants ...tenant.Name) *S
 	s := &Seed{Objects: map[client.ObjectKey]client.Object{}}
 	for _, tn := range tenants {
 		ns := string(tn)
-		s.Objects[client.ObjectKey{Name: ns}] = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-			Name: ns, Annotations: map[string]string{"generic-token-kubeconfig.secret.gardener.cloud/name": "generic-token-kubeconfig-1"},
-		}}
+		cluster, err := Cluster(tn, "generic-token-kubeconfig-1", nil)
+		require.NoError(t, err)
+		s.Objects[client.ObjectKey{Name: ns}] = cluster
 		s.Objects[client.ObjectKey{Namespace: ns, Name: "generic-token-kubeconfig-1"}] = &corev1.Secret{Data: map[string][]byte{"kubeconfig": Kubeconfig(t, server, ca)}}
 		s.Objects[client.ObjectKey{Namespace: ns, Name: tenant.DefaultAccessSecret}] = &corev1.Secret{Data: map[string][]byte{"token": []byte("token-of-" + ns)}}
 	}
@@ -86,8 +159,8 @@ func (s *Seed) Get(_ context.Context, key client.ObjectKey, obj client.Object, _
 		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
 	}
 	switch o := obj.(type) {
-	case *metav1.PartialObjectMetadata:
-		o.ObjectMeta = *stored.(*metav1.PartialObjectMetadata).ObjectMeta.DeepCopy()
+	case *unstructured.Unstructured:
+		*o = *stored.(*unstructured.Unstructured).DeepCopy()
 	case *corev1.Secret:
 		*o = *stored.(*corev1.Secret).DeepCopy()
 	default:

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -60,6 +61,8 @@ type Config struct {
 // configured is the webhook with its settings (HIGH_AVAILABILITY_CONFIG_CACHE_TTL).
 var configured = webhook.Configured[Config]{
 	Name: Name,
+	// gardenlet turns it off for workerless shoots.
+	AppliesTo: (*tenant.Settings).HasWorkers,
 	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.HighAvailabilityConfig.Enabled
 	},

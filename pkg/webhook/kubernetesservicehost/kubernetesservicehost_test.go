@@ -1,6 +1,7 @@
 package kubernetesservicehost
 
 import (
+	"context"
 	"testing"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -59,22 +61,32 @@ func BenchmarkKubernetesServiceHost(b *testing.B) {
 	webhooktest.BenchmarkAdmission(b, wh, webhooktest.AdmissionReview(b, webhooktest.Request(b, admissionv1.Create, pod(), nil)))
 }
 
-// The host comes from the component configuration, the environment overrides it, and the
-// server does not start without one: Pods would get an empty variable.
-func TestConstructorNeedsAHost(t *testing.T) {
+// The seed's host comes from the component configuration, the environment overrides it, and
+// without one the seed's Pods are left alone (Gardener's seed resource manager runs no such
+// webhook).
+func TestConfiguredHost(t *testing.T) {
 	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
 	deps := webhook.Deps{Config: cfg, Log: webhooktest.Log}
-	_, err := Webhook.New(deps)
-	assert.Error(t, err)
-
 	cfg.Webhooks.KubernetesServiceHost = rmv1alpha1.KubernetesServiceHostWebhookConfig{Enabled: true, Host: "api.example.com"}
 	assert.True(t, Webhook.Enabled(&componentconfig.ResourceManagerFile{ResourceManagerConfiguration: cfg}))
 	wh, err := Webhook.New(deps)
 	require.NoError(t, err)
 	assert.Equal(t, Path, wh.Path)
 
-	cfg.Webhooks.KubernetesServiceHost.Host = ""
-	t.Setenv("KUBERNETES_SERVICE_HOST_WEBHOOK_HOST", "api.from.env")
-	_, err = Webhook.New(deps)
-	assert.NoError(t, err)
+	resp := webhooktest.Mutate(t, Handler(""), webhooktest.Request(t, admissionv1.Create, pod(), nil), &corev1.Pod{})
+	assert.Empty(t, resp.Patches, "no host, nothing injected")
+}
+
+// Each tenant's Pods get their own shoot's API server host; the webhook applies to a tenant only
+// while its shoot advertises one and has workers.
+func TestTenantsGetTheirOwnHost(t *testing.T) {
+	for _, host := range []string{"api.a.p.internal.example.com", "api.b.p.internal.example.com"} {
+		ctx := tenant.WithSettings(context.Background(), &tenant.Settings{KubernetesServiceHost: host})
+		out := &corev1.Pod{}
+		webhooktest.MutateIn(t, ctx, Handler("api.seed.example.com"), webhooktest.Request(t, admissionv1.Create, pod(), nil), out)
+		assert.Equal(t, []corev1.EnvVar{{Name: EnvVar, Value: host}}, out.Spec.Containers[0].Env)
+	}
+	assert.True(t, Webhook.AppliesTo(&tenant.Settings{KubernetesServiceHost: "api.a"}))
+	assert.False(t, Webhook.AppliesTo(&tenant.Settings{}), "nothing advertised yet")
+	assert.False(t, Webhook.AppliesTo(&tenant.Settings{KubernetesServiceHost: "api.a", Workerless: true}))
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -97,8 +98,10 @@ type Config struct {
 
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
-	Name:    Name,
-	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.NodeAgentAuthorizer.Enabled },
+	Name: Name,
+	// gardenlet turns it off for workerless shoots.
+	AppliesTo: (*tenant.Settings).HasWorkers,
+	Enabled:   func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.NodeAgentAuthorizer.Enabled },
 	Defaults: func(deps webhook.Deps) Config {
 		return Config{AuthorizeWithSelectors: ptr.Deref(deps.Config.Webhooks.NodeAgentAuthorizer.AuthorizeWithSelectors, false)}
 	},
@@ -287,7 +290,7 @@ func (a *Authorizer) pod(ctx context.Context, r request) (webhook.Decision, stri
 	if r.attrs.Verb == "get" || r.attrs.Verb == "delete" {
 		return a.podOnNode(ctx, r, node.Name)
 	}
-	if !a.authorizeWithSelectors {
+	if !a.withSelectors(ctx) {
 		return webhook.Allow, "", nil
 	}
 	requirements, err := fieldSelector(r.attrs.FieldSelector)
@@ -303,6 +306,15 @@ func (a *Authorizer) pod(ctx context.Context, r request) (webhook.Decision, stri
 		return a.podOnNode(ctx, r, node.Name)
 	}
 	return webhook.Deny, fmt.Sprintf("can only list/watch pods with spec.nodeName=%s field selector", node.Name), nil
+}
+
+// withSelectors is authorizeWithSelectors for the request: a tenant's as gardenlet derives it
+// from its kube-apiserver's feature gates (tenant.Settings), the configured one otherwise.
+func (a *Authorizer) withSelectors(ctx context.Context) bool {
+	if s, ok := tenant.SettingsFrom(ctx); ok {
+		return s.AuthorizeWithSelectors
+	}
+	return a.authorizeWithSelectors
 }
 
 // podOnNode allows the request for the Pod it names when the Pod runs on nodeName.
@@ -404,9 +416,14 @@ func (a *Authorizer) machineSecrets(ctx context.Context, namespace, machine stri
 	if err != nil {
 		return nil, err
 	}
+	if info.oscSecret == "" {
+		// Gardener reads the OSC secret the Machine names, which is none: that read fails, so
+		// there is no opinion and the next authorizer decides, for every Secret.
+		return nil, fmt.Errorf("error getting OSC secret %q: %w", info.oscSecret, errNoName)
+	}
 	names := []string{info.oscSecret}
 	oscSecret := &corev1.Secret{}
-	if err := getNamed(ctx, a.target, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: info.oscSecret}, oscSecret); err != nil {
+	if err := a.target.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: info.oscSecret}, oscSecret); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("error getting OSC secret %q: %w", info.oscSecret, err)
 		}
@@ -417,7 +434,7 @@ func (a *Authorizer) machineSecrets(ctx context.Context, namespace, machine stri
 		// Bootstrap: Gardener reads the Node its Machine names, which is none yet. That read
 		// fails (a Node needs a name): no opinion, and RBAC decides. Never the Secrets of every
 		// host, nor the always readable ones.
-		return nil, fmt.Errorf("error getting node %q: %w", info.node, errNoNodeName)
+		return nil, fmt.Errorf("error getting node %q: %w", info.node, errNoName)
 	}
 	node := &corev1.Node{}
 	if err := a.target.Get(ctx, client.ObjectKey{Name: info.node}, node); err != nil {
@@ -511,7 +528,7 @@ func (a *Authorizer) agentNode(ctx context.Context, r request) (*corev1.Node, st
 	if name == "" {
 		// Gardener reads the Node named "", which fails: no opinion, so that the next
 		// authorizer (RBAC) decides what a bootstrapping agent may do. A denial would be final.
-		return nil, "", fmt.Errorf("error getting node %q: %w", client.ObjectKey{Name: name}, errNoNodeName)
+		return nil, "", fmt.Errorf("error getting node %q: %w", client.ObjectKey{Name: name}, errNoName)
 	}
 	node := &corev1.Node{}
 	if err := a.target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -539,18 +556,6 @@ func (a *Authorizer) machine(ctx context.Context, namespace, name string) (machi
 	})
 }
 
-// errNoNodeName is the failure of reading the Node of a Machine that names none: the
-// REST client of client-go refuses a read without a name with this message.
-var errNoNodeName = errors.New("resource name may not be empty")
-
-// getNamed reads an object, answering NotFound for an empty name: a Machine names no OSC
-// secret when its worker pool has none, which Gardener takes as an OSC secret not found (only
-// the always readable Secrets). A Machine naming no Node is not read through here: see
-// errNoNodeName.
-func getNamed(ctx context.Context, c client.Reader, key client.ObjectKey, obj client.Object) error {
-	if key.Name == "" {
-		// Only ever checked with IsNotFound: no message to get right.
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
-	}
-	return c.Get(ctx, key, obj)
-}
+// errNoName is the failure of reading an object a Machine names when it names none (a Node, or
+// an OSC secret): the REST client of client-go refuses a read without a name with this message.
+var errNoName = errors.New("resource name may not be empty")

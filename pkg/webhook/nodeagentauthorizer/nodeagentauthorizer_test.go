@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,6 +183,9 @@ var (
 	denyAny = outcome{decision: webhook.Deny, reason: "*"}
 )
 
+// noOSCSecretError is Gardener's failure to read the OSC secret of a Machine that names none.
+const noOSCSecretError = `error getting OSC secret "": resource name may not be empty`
+
 func deny(reason string) outcome { return outcome{decision: webhook.Deny, reason: reason} }
 func evalError(s string) outcome { return outcome{errContains: s} }
 func (o outcome) isError() bool  { return o.errContains != "" }
@@ -316,8 +321,10 @@ func TestRules(t *testing.T) {
 		{"secrets of an unknown machine: evaluation error", review(unknown, "get", "", "secrets", "", "kube-system", "gardener-valitail"), evalError(`error getting machine "machine-unknown": `)},
 		// Its Node is gone: no host name, so every host's files count.
 		{"secrets of a machine whose Node is gone", review(ghost, "get", "", "secrets", "", "kube-system", "ref-host-2"), allow},
-		{"secrets of a machine without OSC secret", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "gardener-valitail"), allow},
-		{"no OSC secret grants none", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "osc-pool-a"), denyAny},
+		// Its worker pool names no OSC secret: Gardener's read of the Secret named "" fails, so
+		// no Secret at all is decided (not even the always readable ones): the next authorizer does.
+		{"secrets of a machine without OSC secret", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "gardener-valitail"), evalError(noOSCSecretError)},
+		{"no OSC secret grants none", review(agentPrefix+"machine-nopool", "get", "", "secrets", "", "kube-system", "osc-pool-a"), evalError(noOSCSecretError)},
 		// A Machine names its Node only once it joined; until then every Node-scoped answer and
 		// the Secrets are evaluation errors (TestBootstrap has them all).
 		{"secrets of a machine without Node yet", review(agentPrefix+"machine-unjoined", "get", "", "secrets", "", "kube-system", "ref-host-2"), evalError(bootstrapSecretsError)},
@@ -440,10 +447,10 @@ func TestBootstrap(t *testing.T) {
 	add("OSC secret gone: node", review(gone, "get", "", "nodes", "", "", "node-1"), nodeErr)
 	add("OSC secret gone: pods", review(gone, "list", "", "pods", "", "", ""), nodeErr)
 
-	// No OSC secret named: read as not found, as Gardener's informer answers an empty name.
+	// No OSC secret named: its read fails before the Node's, as Gardener's does.
 	nopool := agentPrefix + "machine-unjoined-nopool"
-	add("no OSC secret: always readable", review(nopool, "get", "", "secrets", "", "kube-system", "gardener-valitail"), allow)
-	add("no OSC secret: others", review(nopool, "get", "", "secrets", "", "kube-system", "osc-pool-a"), denyAny)
+	add("no OSC secret: always readable", review(nopool, "get", "", "secrets", "", "kube-system", "gardener-valitail"), evalError(noOSCSecretError))
+	add("no OSC secret: others", review(nopool, "get", "", "secrets", "", "kube-system", "osc-pool-a"), evalError(noOSCSecretError))
 	add("no OSC secret: node", review(nopool, "patch", "", "nodes", "status", "", "node-1"), nodeErr)
 
 	run(t, f.authorizer(t, ptr.To(machineNS), false), cases)
@@ -741,4 +748,39 @@ func TestReadableSecretsAreCachedBriefly(t *testing.T) {
 	d, _, err = a.Authorize(ctx, referenced)
 	require.NoError(t, err)
 	assert.Equal(t, webhook.Deny, d, "after the TTL the Secrets are computed again, without the OSC secret's references")
+}
+
+// Generated reviews: 1,000 requests of the fixture's machines (those whose worker pool names no
+// OSC secret among them) for every resource, verb and a few names. However a machine's Node and
+// OSC secret stand, a Secret is decided only where Gardener's reads succeed: a machine whose pool
+// names no OSC secret gets no decision about any Secret; an allowed Secret is always in
+// kube-system; and the caches never change an answer (each request is also asked of a fresh
+// authorizer).
+func TestGeneratedReviews(t *testing.T) {
+	f := newFixture()
+	cached := f.authorizer(t, ptr.To(machineNS), true)
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(from ...string) string { return from[rng.IntN(len(from))] }
+	noOSCSecret := map[string]bool{"machine-nopool": true, "machine-unjoined-nopool": true}
+	type key struct{ resource, verb string }
+	seen := map[key]int{}
+	for range 1000 {
+		m := pick("machine-1", "machine-ghost", "machine-unjoined", "machine-nopool", "machine-unjoined-oscgone", "machine-unjoined-nopool", "machine-unknown")
+		resource := pick("secrets", "secrets", "secrets", "leases", "nodes", "pods", "events", csrs)
+		group := map[string]string{"leases": coord, csrs: certs}[resource]
+		spec := review(agentPrefix+m, pick("get", "list", "watch", "create", "update", "patch", "delete"), group, resource, pick("", "", "", "status"),
+			pick("kube-system", "kube-system", "default"), pick("", "gardener-valitail", "osc-pool-a", "ref-all", "ref-host-1", "node-1", "on-node-1", "gardener-node-agent-node-1", "foreign"))
+		got, reason, err := cached.Authorize(context.Background(), spec)
+		fresh, freshReason, freshErr := f.authorizer(t, ptr.To(machineNS), true).Authorize(context.Background(), spec)
+		assert.Equal(t, []any{fresh, freshReason, freshErr != nil}, []any{got, reason, err != nil}, "cached and fresh answers of %+v", spec.ResourceAttributes)
+		attrs := spec.ResourceAttributes
+		if resource == "secrets" && attrs.Subresource == "" && slices.Contains([]string{"get", "list", "watch"}, attrs.Verb) && noOSCSecret[m] {
+			assert.ErrorContains(t, err, noOSCSecretError, "%s: %+v", m, attrs)
+		}
+		if resource == "secrets" && err == nil && got == webhook.Allow {
+			assert.Equal(t, "kube-system", attrs.Namespace, "%s: %+v", m, attrs)
+		}
+		seen[key{resource, attrs.Verb}]++
+	}
+	assert.Len(t, seen, 6*7, "every resource with every verb")
 }

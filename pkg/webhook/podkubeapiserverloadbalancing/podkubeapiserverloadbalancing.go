@@ -30,6 +30,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -57,6 +58,8 @@ type Config struct {
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
 	Name: Name,
+	// gardenlet turns it off for workerless shoots.
+	AppliesTo: (*tenant.Settings).HasWorkers,
 	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.PodKubeAPIServerLoadBalancing.Enabled
 	},

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -31,8 +32,10 @@ type Config struct {
 
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
-	Name:    Name,
-	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.PodSchedulerName.Enabled },
+	Name: Name,
+	// Per tenant: where gardenlet enables it for the shoot (tenant.Settings); never for workerless shoots.
+	AppliesTo: func(s *tenant.Settings) bool { return s.HasWorkers() && s.SchedulerName != "" },
+	Enabled:   func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.PodSchedulerName.Enabled },
 	Defaults: func(deps webhook.Deps) Config {
 		// Gardener's API defaults the name to default-scheduler, but only for a configuration
 		// that enables the webhook; enabled through WEBHOOKS it gets the same default here.
@@ -47,12 +50,17 @@ var Webhook = webhook.Configured[Config]{
 	},
 }.Constructor()
 
-// Handler sets schedulerName on every Pod that names no scheduler or the default one.
+// Handler sets schedulerName on every Pod that names no scheduler or the default one: the
+// scheduler of the tenant's profile (tenant.Settings), schedulerName outside a tenant's request.
 func Handler(schedulerName string) admission.Handler {
 	decoder := admission.NewDecoder(kubernetesscheme.Scheme)
-	return webhook.Defaulter(decoder, func() *corev1.Pod { return &corev1.Pod{} }, func(_ context.Context, _ admission.Request, pod *corev1.Pod) error {
-		if pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName {
-			pod.Spec.SchedulerName = schedulerName
+	return webhook.Defaulter(decoder, func() *corev1.Pod { return &corev1.Pod{} }, func(ctx context.Context, _ admission.Request, pod *corev1.Pod) error {
+		name := schedulerName
+		if s, ok := tenant.SettingsFrom(ctx); ok {
+			name = s.SchedulerName
+		}
+		if name != "" && (pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName) {
+			pod.Spec.SchedulerName = name
 		}
 		return nil
 	})

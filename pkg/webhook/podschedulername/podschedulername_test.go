@@ -15,6 +15,7 @@ import (
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
 
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -49,6 +50,19 @@ func TestSchedulerName(t *testing.T) {
 			assert.Equal(t, tc.pod != tc.want, len(resp.Patches) > 0, "patched only when the name changes")
 		})
 	}
+}
+
+// A tenant's Pods go to its profile's scheduler; the webhook applies only to bin-packing shoots
+// with workers (Gardener does not register it for balanced ones).
+func TestTenantsScheduler(t *testing.T) {
+	ctx := tenant.WithSettings(context.Background(), &tenant.Settings{SchedulerName: binPacking})
+	out := &corev1.Pod{}
+	webhooktest.MutateIn(t, ctx, Handler(corev1.DefaultSchedulerName), webhooktest.Request(t, admissionv1.Create, pod(""), nil), out)
+	assert.Equal(t, binPacking, out.Spec.SchedulerName)
+
+	assert.True(t, Webhook.AppliesTo(&tenant.Settings{SchedulerName: binPacking}))
+	assert.False(t, Webhook.AppliesTo(&tenant.Settings{}), "balanced")
+	assert.False(t, Webhook.AppliesTo(&tenant.Settings{SchedulerName: binPacking, Workerless: true}))
 }
 
 // As controller-runtime's defaulter, on which Gardener builds the webhook: DELETE is allowed

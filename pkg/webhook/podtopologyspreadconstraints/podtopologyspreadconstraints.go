@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -28,6 +29,8 @@ const (
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Constructor{
 	Name: Name,
+	// Per tenant: where gardenlet enables it for the shoot (tenant.Settings); never for workerless shoots.
+	AppliesTo: func(s *tenant.Settings) bool { return s.HasWorkers() && s.PodTopologySpreadConstraints },
 	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.PodTopologySpreadConstraints.Enabled
 	},

@@ -25,6 +25,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -57,8 +58,10 @@ type Config struct {
 
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Configured[Config]{
-	Name:    Name,
-	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.ProjectedTokenMount.Enabled },
+	Name: Name,
+	// gardenlet turns it off for workerless shoots.
+	AppliesTo: (*tenant.Settings).HasWorkers,
+	Enabled:   func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.ProjectedTokenMount.Enabled },
 	Build: func(deps webhook.Deps, cfg Config) (webhook.Webhook, error) {
 		// Gardener defaults expirationSeconds only when the webhook is enabled in the file, so
 		// a configuration enabled otherwise (e.g. by WEBHOOKS) is defaulted here.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -25,8 +26,10 @@ const (
 
 // Webhook is the constructor the server registers.
 var Webhook = webhook.Constructor{
-	Name:    Name,
-	Enabled: func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.SeccompProfile.Enabled },
+	Name: Name,
+	// gardenlet turns it off for workerless shoots.
+	AppliesTo: (*tenant.Settings).HasWorkers,
+	Enabled:   func(c *componentconfig.ResourceManagerFile) bool { return c.Webhooks.SeccompProfile.Enabled },
 	New: func(deps webhook.Deps) (webhook.Webhook, error) {
 		return webhook.Admission(Name, Path, Handler(deps.Log.With("webhook", Name)), deps.Log), nil
 	},

@@ -22,6 +22,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/cache"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 )
 
@@ -53,6 +54,8 @@ type Config struct {
 // configured is the webhook with its settings (SYSTEM_COMPONENTS_CONFIG_NODE_CACHE_TTL).
 var configured = webhook.Configured[Config]{
 	Name: Name,
+	// gardenlet turns it off for workerless shoots.
+	AppliesTo: (*tenant.Settings).HasWorkers,
 	Enabled: func(c *componentconfig.ResourceManagerFile) bool {
 		return c.Webhooks.SystemComponentsConfig.Enabled
 	},
@@ -104,9 +107,18 @@ func Handler(target client.Reader, cfg rmv1alpha1.SystemComponentsConfigWebhookC
 			}
 			pod.Spec.NodeSelector[k] = v
 		}
-		pod.Spec.Tolerations = mergeTolerations(pod.Spec.Tolerations, cfg.PodTolerations, fromNodes)
+		pod.Spec.Tolerations = mergeTolerations(pod.Spec.Tolerations, podTolerations(ctx, cfg), fromNodes)
 		return nil
 	}), nil
+}
+
+// podTolerations are the configured tolerations: a tenant's are those gardenlet derives from its
+// shoot's worker pools (tenant.Settings), the seed's those of the configuration.
+func podTolerations(ctx context.Context, cfg rmv1alpha1.SystemComponentsConfigWebhookConfig) []corev1.Toleration {
+	if s, ok := tenant.SettingsFrom(ctx); ok {
+		return s.SystemComponentTolerations
+	}
+	return cfg.PodTolerations
 }
 
 // managedByDaemonSet: a DaemonSet places its Pods on every Node itself, whatever the Node's
@@ -130,8 +142,8 @@ func nodeTolerations(ctx context.Context, target client.Reader, selector map[str
 	var tolerations []corev1.Toleration
 	for _, obj := range nodes {
 		for _, taint := range obj.(*corev1.Node).Spec.Taints {
-			if t := tolerationFor(taint); !ignoredTaint(taint) && !containsToleration(tolerations, t) {
-				tolerations = append(tolerations, t)
+			if !ignoredTaint(taint) {
+				tolerations = kube.AppendToleration(tolerations, kube.TolerationForTaint(taint))
 			}
 		}
 	}
@@ -145,33 +157,14 @@ func ignoredTaint(taint corev1.Taint) bool {
 	return strings.Contains(taint.Key, "kubernetes.io/") || taint.Key == ToBeDeletedByClusterAutoscaler
 }
 
-func tolerationFor(taint corev1.Taint) corev1.Toleration {
-	operator := corev1.TolerationOpEqual
-	if taint.Value == "" {
-		operator = corev1.TolerationOpExists
-	}
-	return corev1.Toleration{Key: taint.Key, Operator: operator, Value: taint.Value, Effect: taint.Effect}
-}
-
 // mergeTolerations returns the distinct tolerations of all lists in order of first
 // appearance, in a new slice (lists may be shared with the cache).
 func mergeTolerations(lists ...[]corev1.Toleration) []corev1.Toleration {
 	var out []corev1.Toleration
 	for _, list := range lists {
 		for _, t := range list {
-			if !containsToleration(out, t) {
-				out = append(out, t)
-			}
+			out = kube.AppendToleration(out, t)
 		}
 	}
 	return out
-}
-
-func containsToleration(list []corev1.Toleration, t corev1.Toleration) bool {
-	for _, o := range list {
-		if o.Key == t.Key && o.Operator == t.Operator && o.Value == t.Value && o.Effect == t.Effect && ptr.Equal(o.TolerationSeconds, t.TolerationSeconds) {
-			return true
-		}
-	}
-	return false
 }

@@ -77,7 +77,13 @@ func NewRequest(op admissionv1.Operation, obj, oldObj runtime.Object) (admission
 // It fails the test when the handler does not allow the object.
 func Mutate(t testing.TB, handler admission.Handler, req admission.Request, out any) admission.Response {
 	t.Helper()
-	resp := handler.Handle(context.Background(), req)
+	return MutateIn(t, context.Background(), handler, req, out)
+}
+
+// MutateIn is Mutate for a request with ctx (e.g. a tenant's, with its settings).
+func MutateIn(t testing.TB, ctx context.Context, handler admission.Handler, req admission.Request, out any) admission.Response {
+	t.Helper()
+	resp := handler.Handle(ctx, req)
 	if !resp.Allowed {
 		t.Fatalf("not allowed: %+v", resp.Result)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/node"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
@@ -273,7 +274,9 @@ func setShoot(t testing.TB, tn tenant.Name, annotations map[string]string) {
 	cluster := &extensionsv1alpha1.Cluster{}
 	require.NoError(t, seed.Client.Get(ctx, client.ObjectKey{Name: string(tn)}, cluster))
 	before := cluster.Spec.Shoot
-	raw, err := json.Marshal(map[string]any{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot", "metadata": map[string]any{"name": "a", "annotations": annotations}})
+	shoot := tenanttest.Shoot(tn)
+	shoot.Annotations = annotations
+	raw, err := json.Marshal(shoot)
 	require.NoError(t, err)
 	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
 	require.NoError(t, seed.Client.Update(ctx, cluster))
@@ -305,8 +308,11 @@ func TestNodePerSeed(t *testing.T) {
 	h.Sweep("delays")
 	assert.Equal(t, map[string]string{"b-0": "0s", "b-1": "2m30s"}, delays(t, shootB), "no annotation: gardenlet's 300s")
 
-	// A maximum gardenlet would not accept (and so deploy no GRM with): nothing is written.
+	// A maximum gardenlet would not accept (and so deploy no GRM with): nothing is written. A
+	// tenant's settings are read with its client (a new process here; a running one reads them
+	// again within TENANT_CACHE_TTL).
 	setShoot(t, tenantA, map[string]string{"shoot.gardener.cloud/cloud-config-execution-max-delay-seconds": "soon"})
+	h = functiontest.New(t, seed, node.Function, functiontest.AsFunction(), functiontest.WithTenants(), functiontest.WithConfig(cfg))
 	plainNodes(t, shootA, "a-3")
 	code, body := h.Post(h.TargetEvent("add", a[0], tenantA))
 	assert.Equal(t, http.StatusOK, code, body)

@@ -137,8 +137,8 @@ func review(t testing.TB, c *http.Client, path string, body []byte, out any) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 }
 
-// A tenant the seed holds no access for is answered clearly: admission webhooks deny with the
-// reason, the authorizer has no opinion (an evaluation error).
+// A tenant the seed holds no access for is answered clearly: admission webhooks fail the call
+// with the reason, the authorizer has no opinion (an evaluation error).
 func TestUnknownTenants(t *testing.T) {
 	ctx := context.Background()
 	// A control-plane namespace whose Cluster names a kubeconfig, but without access Secret.
@@ -147,13 +147,16 @@ func TestUnknownTenants(t *testing.T) {
 
 	c := serverClient(t)
 	for _, tenant := range []string{"shoot--test--nowhere", incomplete} {
-		var admission admissionv1.AdmissionReview
-		review(t, c, "/"+tenant+projectedtokenmount.Path, admissionReviewBody(t, "default"), &admission)
-		require.NotNil(t, admission.Response)
-		assert.Equal(t, "uid-1", string(admission.Response.UID))
-		assert.False(t, admission.Response.Allowed, tenant)
-		assert.Equal(t, int32(http.StatusForbidden), admission.Response.Result.Code)
-		assert.Contains(t, admission.Response.Result.Message, `unknown tenant "`+tenant+`"`)
+		// The call fails with the reason: the kube-apiserver applies the registration's failure
+		// policy (TestUnknownTenantThroughTheShoot).
+		resp, err := c.Post("https://"+servingAddr()+"/"+tenant+projectedtokenmount.Path, "application/json", bytes.NewReader(admissionReviewBody(t, "default")))
+		require.NoError(t, err)
+		var status metav1.Status
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&status))
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, tenant)
+		assert.Equal(t, metav1.StatusReasonForbidden, status.Reason)
+		assert.Contains(t, status.Message, `unknown tenant "`+tenant+`"`)
 
 		sar, err := json.Marshal(authorizationv1.SubjectAccessReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},

@@ -24,13 +24,15 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
 // Config is the part of the ResourceManagerConfiguration every GRM function honours; the
 // environment overrides the file.
 type Config struct {
 	// ClusterID is controllers.clusterID: a value, "<cluster>" (the source's cluster-identity
-	// ConfigMap, which must exist), "<default>" (that ConfigMap if it exists), or empty (none).
+	// ConfigMap, which must exist), "<default>" (that ConfigMap if it exists), SeedIdentity, or
+	// empty (none).
 	ClusterID string `envconfig:"CLUSTER_ID"`
 	// ResourceClass is controllers.resourceClass: which ManagedResources this deployment serves.
 	ResourceClass string `envconfig:"RESOURCE_CLASS"`
@@ -159,6 +161,13 @@ func MapToOrigin(_ context.Context, _ client.Reader, ev function.Event) ([]funct
 	return []function.Key{key}, nil
 }
 
+// SeedIdentity, as controllers.clusterID (ours, beside Gardener's "<cluster>" and "<default>"),
+// is the identity of the seed: per seed, that of the tenant's seed from its Cluster
+// (spec.seed.status.clusterIdentity), which gardenlet configures every shoot's resource manager
+// with; elsewhere the source's own identity as with "<default>" (the source is then the seed).
+// It is the per-seed deployment's default.
+const SeedIdentity = componentconfig.ShootClusterID
+
 // ClusterIdentity resolves a configured cluster id once per process (the source cluster's
 // identity does not change while it runs): "<cluster>" and "<default>" read the source's
 // kube-system/cluster-identity ConfigMap, as Gardener's identity determiner does at start-up.
@@ -174,9 +183,13 @@ func NewClusterIdentity(configured string, source client.Reader) *ClusterIdentit
 	return &ClusterIdentity{configured: configured, source: source}
 }
 
-// Get returns the cluster id. A failed read is retried on the next call.
+// Get returns the cluster id for a request's context. A failed read is retried on the next call.
 func (c *ClusterIdentity) Get(ctx context.Context) (string, error) {
-	if c.configured != "<cluster>" && c.configured != "<default>" {
+	if c.configured == SeedIdentity {
+		if settings, ok := tenant.SettingsFrom(ctx); ok {
+			return settings.ClusterID, nil
+		}
+	} else if c.configured != "<cluster>" && c.configured != "<default>" {
 		return c.configured, nil
 	}
 	c.mu.Lock()
@@ -184,7 +197,7 @@ func (c *ClusterIdentity) Get(ctx context.Context) (string, error) {
 	if c.resolved != nil {
 		return *c.resolved, nil
 	}
-	force := c.configured == "<cluster>"
+	force := c.configured == "<cluster>" // "<default>" and SeedIdentity take a missing ConfigMap as none
 	cm := &corev1.ConfigMap{}
 	id := ""
 	err := c.source.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: v1beta1constants.ClusterIdentity}, cm)

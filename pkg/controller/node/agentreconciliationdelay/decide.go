@@ -6,11 +6,9 @@
 package agentreconciliationdelay
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -55,48 +53,6 @@ func Delays(sorted []string, minDelay, maxDelay time.Duration) map[string]string
 		delays[name] = time.Duration(delaySeconds * float64(time.Second)).String()
 	}
 	return delays
-}
-
-// defaultMaxDelay is gardenlet's maximum when the Shoot does not set one (and its bound's fallback).
-const defaultMaxDelay = 300
-
-// maxDelayBound is the highest maximum a Shoot may ask for.
-const maxDelayBound = 1800
-
-// MaxDelayOfShoot is the maximum delay gardenlet configures a shoot's GRM with, from the Shoot's
-// annotation shoot.gardener.cloud/cloud-config-execution-max-delay-seconds: 300s without it, the
-// annotated seconds up to 1800, and 300s above. A value that is not an integer fails, as it
-// fails gardenlet's reconciliation of the Shoot (which then deploys no GRM configuration).
-func MaxDelayOfShoot(annotations map[string]string) (time.Duration, error) {
-	seconds := defaultMaxDelay
-	if v, ok := annotations[v1beta1constants.AnnotationShootCloudConfigExecutionMaxDelaySeconds]; ok {
-		s, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, fmt.Errorf("annotation %s: %w", v1beta1constants.AnnotationShootCloudConfigExecutionMaxDelaySeconds, err)
-		}
-		if s <= maxDelayBound {
-			seconds = s
-		}
-	}
-	// gardenlet's conversion, overflow included.
-	return time.Duration(seconds) * time.Second, nil
-}
-
-// ShootAnnotations are the annotations of the Shoot a Cluster's spec.shoot holds (none when it
-// holds none).
-func ShootAnnotations(raw []byte) (map[string]string, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var shoot struct {
-		Metadata struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &shoot); err != nil {
-		return nil, fmt.Errorf("decoding the Cluster's shoot: %w", err)
-	}
-	return shoot.Metadata.Annotations, nil
 }
 
 // Validate is GRM's validation of the controller's configuration: a GRM whose delays are

@@ -2,12 +2,10 @@ package agentreconciliationdelay
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -54,37 +52,10 @@ func TestIncluded(t *testing.T) {
 	assert.Equal(t, []string{"b", "c", "d"}, Included(nodes, []metav1.PartialObjectMetadata{secret("pool-b", "true"), secret("pool-c", "True")}), `only "true" asks for serial reconciliation`)
 }
 
-// gardenlet's maximum from the Shoot's annotation: 300s by default, the seconds up to 1800,
-// 300s above; a value that is not an integer fails; a negative one GRM refuses.
-func TestMaxDelayOfShoot(t *testing.T) {
-	const key = "shoot.gardener.cloud/cloud-config-execution-max-delay-seconds"
-	for value, want := range map[string]time.Duration{"": 300 * time.Second, "0": 0, "1800": 1800 * time.Second, "1801": 300 * time.Second, "+60": time.Minute, "-5": -5 * time.Second} {
-		annotations := map[string]string{key: value}
-		if value == "" {
-			annotations = nil
-		}
-		got, err := MaxDelayOfShoot(annotations)
-		require.NoError(t, err, value)
-		assert.Equal(t, want, got, value)
-	}
-	_, err := MaxDelayOfShoot(map[string]string{key: "10m"})
-	assert.Error(t, err)
-	// gardenlet multiplies without checking: the overflow is its value too.
-	got, err := MaxDelayOfShoot(map[string]string{key: fmt.Sprint(math.MinInt64)})
-	require.NoError(t, err)
-	assert.Equal(t, time.Duration(0), got)
-
+// GRM refuses negative delays and a minimum above the maximum.
+func TestValidate(t *testing.T) {
 	assert.NoError(t, Validate(0, 0))
 	assert.Error(t, Validate(0, -5*time.Second))
 	assert.Error(t, Validate(10*time.Second, 5*time.Second))
 	assert.Error(t, Validate(-time.Second, 5*time.Second))
-}
-
-func TestShootAnnotations(t *testing.T) {
-	got, err := ShootAnnotations([]byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"a","annotations":{"x":"y"}}}`))
-	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"x": "y"}, got)
-	got, err = ShootAnnotations(nil)
-	require.NoError(t, err)
-	assert.Nil(t, got)
 }

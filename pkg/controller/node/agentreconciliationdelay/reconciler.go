@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +30,7 @@ type Reconciler struct {
 	// MinDelay and MaxDelay are the configured range; per seed, the maximum is the tenant's
 	// (its Shoot's annotation, as gardenlet configures the shoot's GRM).
 	MinDelay, MaxDelay time.Duration
-	Source, Target     function.ClusterClient
+	Target             function.ClusterClient
 	Log                *slog.Logger
 }
 
@@ -76,22 +75,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 }
 
 // maxDelay is the configured maximum, or per seed the one gardenlet derives from the tenant's
-// Shoot (the Cluster named after the tenant's namespace holds it).
+// Shoot (its settings).
 func (r *Reconciler) maxDelay(ctx context.Context) (time.Duration, error) {
-	tn := tenant.From(ctx)
-	if tn == "" {
+	settings, ok := tenant.SettingsFrom(ctx)
+	if !ok {
 		return r.MaxDelay, nil
 	}
-	cluster := &extensionsv1alpha1.Cluster{}
-	if err := r.Source.Reader.Get(ctx, client.ObjectKey{Name: string(tn)}, cluster); err != nil {
-		return 0, fmt.Errorf("reading the Cluster of tenant %s: %w", tn, err)
+	if settings.NodeAgentMaxDelayError != nil {
+		return 0, function.Terminal(fmt.Errorf("tenant %s: %w", tenant.From(ctx), settings.NodeAgentMaxDelayError))
 	}
-	annotations, err := ShootAnnotations(cluster.Spec.Shoot.Raw)
-	if err == nil {
-		var maxDelay time.Duration
-		if maxDelay, err = MaxDelayOfShoot(annotations); err == nil {
-			return maxDelay, nil
-		}
-	}
-	return 0, function.Terminal(fmt.Errorf("tenant %s: %w", tn, err))
+	return settings.NodeAgentMaxDelay, nil
 }

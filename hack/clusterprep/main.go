@@ -4,17 +4,16 @@
 //   - the stand-in CRDs of the Gardener kinds gardener-apiserver serves (pkg/testenv: the same CRDs
 //     envtest and `make run` install);
 //   - the namespace garden;
-//   - each function's <name>-settings ConfigMap with the demonstration landscape's settings
-//     (landscape.Settings, as `make run` sets them);
 //   - controllerinstallation's Secret controllerinstallation-target, the kubeconfig of its seed
-//     (-seed-kubeconfig; the cluster plays the seed too), and its SEED_NAME.
+//     (-seed-kubeconfig; the cluster plays the seed too), and its SEED_NAME (the ConfigMap
+//     controllerinstallation-settings). No other function is given settings: the cluster runs
+//     with the defaults `ko apply -f config/` deploys.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,20 +48,8 @@ func run(seedKubeconfig string) error {
 	for _, name := range []string{"garden", namespace} {
 		objects = append(objects, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	settings := map[string][]string{}
-	for fn, env := range landscape.Settings {
-		settings[fn] = append(settings[fn], env...)
-	}
-	settings["controllerinstallation"] = append(settings["controllerinstallation"], "SEED_NAME="+landscape.SeedName)
-	for fn, env := range settings {
-		data := map[string]string{}
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			data[k] = v
-		}
-		objects = append(objects, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{Name: fn + "-settings", Namespace: namespace}, Data: data})
-	}
+	objects = append(objects, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "controllerinstallation-settings", Namespace: namespace}, Data: map[string]string{"SEED_NAME": landscape.SeedName}})
 	if seedKubeconfig != "" {
 		kubeconfig, err := os.ReadFile(seedKubeconfig)
 		if err != nil {

@@ -134,6 +134,91 @@ func read(path string) ([]byte, error) {
 	return data, nil
 }
 
+// Role is the resource manager a deployment stands in for: its role decides the defaults of a
+// configuration it is given no file for.
+type Role string
+
+const (
+	// NoRole takes the defaults of Gardener's API (a ResourceManagerConfiguration with nothing set).
+	NoRole Role = ""
+	// ShootRole serves shoots (per seed, or one target): gardenlet's shoot resource manager.
+	ShootRole Role = "shoot"
+	// SeedRole serves the seed itself: gardenlet's seed resource manager.
+	SeedRole Role = "seed"
+)
+
+// RoleOf is the role of a process serving every shoot of a seed (multiTenant) or one target
+// cluster: a shoot's resource manager; else it serves the seed itself.
+func RoleOf(multiTenant, target bool) Role {
+	if multiTenant || target {
+		return ShootRole
+	}
+	return SeedRole
+}
+
+// ResourceManagerFor reads the file at path; without one, the defaults of role.
+func ResourceManagerFor(role Role, path string) (*ResourceManagerFile, error) {
+	switch {
+	case path != "" || role == NoRole:
+		return ResourceManager(path)
+	case role == ShootRole:
+		return ShootResourceManager(), nil
+	default:
+		return SeedResourceManager(), nil
+	}
+}
+
+// SeedResourceManager is the ResourceManagerConfiguration gardenlet v1.150 renders for the
+// seed's own gardener-resource-manager in its garden namespace (the seed reconciler's
+// components, the shared runtime defaults, the component's ensureConfigMap), Gardener's defaults
+// applied, without gardenlet's additionalNamespaceSelectors (its configuration's): the defaults
+// of a deployment that serves the seed itself.
+func SeedResourceManager() *ResourceManagerFile {
+	cfg := &rmv1alpha1.ResourceManagerConfiguration{}
+	c := &cfg.Controllers
+	c.ResourceClass = new(v1beta1constants.SeedResourceManagerClass)
+	c.GarbageCollector = rmv1alpha1.GarbageCollectorControllerConfig{Enabled: true, SyncPeriod: &metav1.Duration{Duration: 12 * time.Hour}}
+	c.Health = rmv1alpha1.HealthControllerConfig{SyncPeriod: &metav1.Duration{Duration: time.Minute}}
+	c.ManagedResource = rmv1alpha1.ManagedResourceControllerConfig{ConcurrentSyncs: new(20), SyncPeriod: &metav1.Duration{Duration: time.Hour}}
+	role := func(r string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{v1beta1constants.GardenRole: r}}
+	}
+	c.NetworkPolicy = rmv1alpha1.NetworkPolicyControllerConfig{
+		Enabled:         true,
+		ConcurrentSyncs: new(20),
+		NamespaceSelectors: []metav1.LabelSelector{
+			role(v1beta1constants.GardenRoleShoot), role(v1beta1constants.GardenRoleExtension),
+			role(v1beta1constants.GardenRoleIstioSystem), role(v1beta1constants.GardenRoleIstioIngress),
+			{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: v1beta1constants.LabelExposureClassHandlerName, Operator: metav1.LabelSelectorOpExists}}},
+			{MatchLabels: map[string]string{corev1.LabelMetadataName: v1beta1constants.GardenNamespace}},
+		},
+		// The garden namespace's nginx ingress controller (gardener's nginxingress component).
+		IngressControllerSelector: &rmv1alpha1.IngressControllerSelector{
+			Namespace:   v1beta1constants.GardenNamespace,
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{v1beta1constants.LabelApp: "nginx-ingress", "component": "controller"}},
+		},
+	}
+	w := &cfg.Webhooks
+	w.HighAvailabilityConfig.Enabled = true
+	w.ProjectedTokenMount.Enabled = true
+	w.PodKubeAPIServerLoadBalancing.Enabled = true
+	w.VPAInPlaceUpdates.Enabled = true
+	w.CRDDeletionProtection.Enabled = true
+	w.ExtensionValidation.Enabled = true
+	configScheme.Default(cfg)
+	return withTokenInvalidator(&ResourceManagerFile{ResourceManagerConfiguration: cfg})
+}
+
+// withTokenInvalidator enables the token invalidator's controller and webhook, as gardenlet did
+// for every resource manager, the seed's and each shoot's, in the last release that had them
+// (v1.113).
+func withTokenInvalidator(f *ResourceManagerFile) *ResourceManagerFile {
+	f.Extensions.Controllers.TokenInvalidator.Enabled = true
+	f.Extensions.Controllers.TokenInvalidator.ConcurrentSyncs = new(5)
+	f.Extensions.Webhooks.TokenInvalidator.Enabled = true
+	return f
+}
+
 // ShootClusterID is controllers.clusterID of ShootResourceManager: the identity of the seed
 // each shoot runs on (grm.SeedIdentity).
 const ShootClusterID = "<seed>"
@@ -168,5 +253,5 @@ func ShootResourceManager() *ResourceManagerFile {
 	w.SystemComponentsConfig = rmv1alpha1.SystemComponentsConfigWebhookConfig{Enabled: true, NodeSelector: systemComponents, PodNodeSelector: systemComponents}
 	cfg.TargetClientConnection = &rmv1alpha1.ClientConnection{Namespaces: []string{metav1.NamespaceSystem, v1beta1constants.KubernetesDashboardNamespace, corev1.NamespaceNodeLease}}
 	configScheme.Default(cfg)
-	return &ResourceManagerFile{ResourceManagerConfiguration: cfg}
+	return withTokenInvalidator(&ResourceManagerFile{ResourceManagerConfiguration: cfg})
 }

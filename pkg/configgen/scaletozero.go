@@ -26,9 +26,10 @@ const (
 )
 
 // ScaleToZeroFolders are the folders of config/ that have a scale-to-zero variant, each in the same
-// folder under ScaleToZeroDir: config/ itself (the seed's) and config/shoot/ (the shoots'), kept
-// apart so that `ko apply -f config/scale-to-zero/` never registers a shoot's webhooks in the seed.
-var ScaleToZeroFolders = []string{".", "shoot"}
+// folder under ScaleToZeroDir: config/ itself (the seed's), config/shoot/ and config/shoot-opt-in/
+// (the shoots', which the enrolment renders), kept apart so that `ko apply -f
+// config/scale-to-zero/` never registers a shoot's webhooks in the seed.
+var ScaleToZeroFolders = []string{".", "shoot", "shoot-opt-in"}
 
 // ScaleToZero derives the scale-to-zero variant of the manifests in one folder of configDir:
 // every Knative Service that keeps replicas (min-scale) gets min-scale "0", and every webhook

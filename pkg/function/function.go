@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
@@ -292,10 +293,10 @@ func (f *Function) DeploymentMode() Mode {
 }
 
 // DeployedConfigs are the component configurations config/ deploys the function with: none
-// named, so Gardener's defaults, those of a shoot's resource manager where it serves every shoot
-// of a seed.
+// named, so the defaults of the resource manager its deployment stands in for (a shoot's where
+// it serves every shoot of a seed, else the seed's).
 func (f *Function) DeployedConfigs() ComponentConfigs {
-	return ComponentConfigs{Shoots: f.DeploymentMode() == PerSeed}
+	return ComponentConfigs{Role: componentconfig.RoleOf(f.DeploymentMode() == PerSeed, f.DeploymentMode() == SingleTarget)}
 }
 
 // ScheduleEvery is the cron schedule of a PingSource that ticks every d: whole seconds below a

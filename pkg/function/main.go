@@ -67,17 +67,18 @@ type ResourceManagerConfig interface {
 // of; empty names give Gardener's defaults.
 type ComponentConfigs struct {
 	ControllerManager, ResourceManager string
-	// Shoots says the function serves shoots (per seed, or one target): without a
-	// ResourceManager file, its defaults are then those gardenlet gives a shoot's resource
-	// manager (componentconfig.ShootResourceManager), not those of Gardener's API.
-	Shoots bool
+	// Role is the resource manager a GRM function stands in for: without a ResourceManager file,
+	// its defaults are those gardenlet gives that resource manager (a shoot's or the seed's),
+	// or with NoRole those of Gardener's API.
+	Role componentconfig.Role
 }
 
-// ComponentConfigsOf names the files of the configuration, for a function serving shoots or not.
+// ComponentConfigsOf names the files of the configuration, with the role of a process in this
+// configuration's mode: serving shoots (per seed, or one target), else the seed itself.
 func (c Config) ComponentConfigsOf() ComponentConfigs {
 	return ComponentConfigs{
 		ControllerManager: c.ControllerManagerConfig, ResourceManager: c.ResourceManagerConfig,
-		Shoots: c.MultiTenant || c.TargetKubeconfig != "",
+		Role: componentconfig.RoleOf(c.MultiTenant, c.TargetKubeconfig != ""),
 	}
 }
 
@@ -98,12 +99,9 @@ func LoadConfig(fn *Function, files ComponentConfigs) (any, error) {
 		fromCM.FromControllerManager(cm)
 	}
 	if fromRM, ok := cfg.(ResourceManagerConfig); ok {
-		rm := componentconfig.ShootResourceManager()
-		if files.ResourceManager != "" || !files.Shoots {
-			var err error
-			if rm, err = componentconfig.ResourceManager(files.ResourceManager); err != nil {
-				return nil, err
-			}
+		rm, err := componentconfig.ResourceManagerFor(files.Role, files.ResourceManager)
+		if err != nil {
+			return nil, err
 		}
 		for _, unknown := range rm.Unknown {
 			slog.Warn("component configuration: field ignored", "file", files.ResourceManager, "error", unknown)

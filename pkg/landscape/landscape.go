@@ -72,22 +72,15 @@ type Options struct {
 }
 
 // Settings are the functions' settings (KEY=value) in a demonstration landscape: `make run`'s,
-// test/e2e's and the one-node cluster's (hack/clusterprep makes them the functions'
-// <name>-settings ConfigMaps). The features Gardener leaves off by default are on, so that every
-// function shows its work.
+// test/e2e's and test/chaos's. The features of the controller manager that Gardener leaves off
+// by default are on, so that every function shows its work; the resource manager's functions
+// need none, their defaults being those gardenlet gives a shoot's resource manager (or the
+// seed's).
 var Settings = map[string][]string{
 	// Projects created now are younger than Gardener's minimum lifetime (30 days): without this,
 	// the stale sweep could show none of its rules on the samples.
-	"project":                {"PROJECT_MINIMUM_LIFETIME_DAYS=0"},
-	"event":                  {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
-	"garbagecollector":       {"GARBAGE_COLLECTOR_ENABLED=true"},
-	"managedresource":        {"GARBAGE_COLLECTOR_ENABLED=true"},
-	"tokenrequestor":         {"TOKEN_REQUESTOR_ENABLED=true"},
-	"tokeninvalidator":       {"TOKEN_INVALIDATOR_ENABLED=true"},
-	"node":                   {"NODE_CRITICAL_COMPONENTS_ENABLED=true", "NODE_AGENT_RECONCILIATION_DELAY_ENABLED=true"},
-	"csrapprover":            {"CSR_APPROVER_ENABLED=true"},
-	"networkpolicy":          {"NETWORK_POLICY_ENABLED=true"},
-	"controllerinstallation": {"GARDEN_CLUSTER_IDENTITY=landscape"},
+	"project": {"PROJECT_MINIMUM_LIFETIME_DAYS=0"},
+	"event":   {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
 }
 
 // SeedName is the seed the second control plane stands for: functions that work on a Target

@@ -63,13 +63,11 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		return err
 	}
 	log := process.Log
-	// Serving every shoot of a seed, the defaults are those gardenlet gives a shoot's resource
-	// manager, as for the functions.
-	rmFile := componentconfig.ShootResourceManager()
-	if cfg.ResourceManagerConfig != "" || !cfg.MultiTenant {
-		if rmFile, err = componentconfig.ResourceManager(cfg.ResourceManagerConfig); err != nil {
-			return err
-		}
+	// Without a file, the defaults of the resource manager the server stands in for, as the
+	// functions': a shoot's where it serves shoots, else the seed's.
+	rmFile, err := componentconfig.ResourceManagerFor(componentconfig.RoleOf(cfg.MultiTenant, cfg.TargetKubeconfig != ""), cfg.ResourceManagerConfig)
+	if err != nil {
+		return err
 	}
 	for _, unknown := range rmFile.Unknown {
 		log.Warn("component configuration: field ignored", "file", cfg.ResourceManagerConfig, "error", unknown)

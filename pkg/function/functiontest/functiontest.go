@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
@@ -111,8 +112,13 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		o(&s)
 	}
 	if s.config == nil {
-		// Serving shoots (per seed or one target), the defaults are a shoot resource manager's.
-		cfg, err := function.LoadConfig(fn, function.ComponentConfigs{Shoots: s.tenants || s.target != nil})
+		// Serving shoots (per seed or one target), the defaults are a shoot resource manager's;
+		// otherwise those of Gardener's API.
+		role := componentconfig.NoRole
+		if s.tenants || s.target != nil {
+			role = componentconfig.ShootRole
+		}
+		cfg, err := function.LoadConfig(fn, function.ComponentConfigs{Role: role})
 		require.NoError(t, err)
 		s.config = cfg
 	}

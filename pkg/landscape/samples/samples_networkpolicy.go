@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -22,11 +23,13 @@ const (
 )
 
 // networkpolicySamples creates the Service, annotated with a namespace selector that selects
-// the clients' namespace.
+// the clients' namespace. Both namespaces are extensions' (gardener.cloud/role=extension), which
+// the seed's resource manager serves (its namespace selectors).
 func networkpolicySamples(ctx context.Context, c client.Client) error {
+	extension := map[string]string{v1beta1constants.GardenRole: v1beta1constants.GardenRoleExtension}
 	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: networkPolicyNamespace}},
-		{ObjectMeta: metav1.ObjectMeta{Name: networkPolicyClientNamespace, Labels: map[string]string{"role": "web-clients"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: networkPolicyNamespace, Labels: extension}},
+		{ObjectMeta: metav1.ObjectMeta{Name: networkPolicyClientNamespace, Labels: map[string]string{"role": "web-clients", v1beta1constants.GardenRole: v1beta1constants.GardenRoleExtension}}},
 	} {
 		if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
 			return err

@@ -1,61 +1,86 @@
-// Package multitenant_test proves the multi-tenant webhook server against three real control
-// planes: a seed, whose shoot control-plane namespaces hold each shoot's access Secrets, and
-// two shoots, whose kube-apiservers call the seed's one webhook server over TLS through the
-// registrations of config/shoot/, each at its own tenant path.
+// Package multitenant_test proves the multi-tenant webhook server against four real control
+// planes: a seed, whose shoot control-plane namespaces hold each shoot's access Secrets and
+// Cluster, and three shoots that differ in everything gardenlet configures per shoot, whose
+// kube-apiservers call the seed's one webhook server over TLS through the registrations the
+// enrolment (pkg/enrolment) renders for each, at its own tenant path.
 package multitenant_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/tenant"
-	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
-
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	enrolmentpkg "github.com/gardener-knative/gardener-knative/pkg/enrolment"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
+	"github.com/gardener-knative/gardener-knative/webhooks"
 )
 
-// shoot is one shoot: its control plane and its control-plane namespace in the seed (its tenant).
+// shoot is one shoot: its control plane, its control-plane namespace in the seed (its tenant)
+// and the Shoot its Cluster holds (its settings come from it).
 type shoot struct {
 	tenant tenant.Name
 	env    *testenv.Env
+	object *gardencorev1beta1.Shoot
+	// settings are what gardenlet v1.150 derives from object for the shoot's resource manager.
+	settings tenant.Settings
 }
 
+// The three shoots differ in everything gardenlet configures per shoot: A is a default shoot
+// (balanced profile, one pool without taints, default feature gates); B has the bin-packing
+// profile, a system-components pool with a taint, MatchLabelKeysInPodTopologySpread off in both
+// components and AuthorizeWithSelectors off; C is workerless. Each has its own domain.
 var (
-	seed      *testenv.Env
-	shootA    = &shoot{tenant: "shoot--test--a"}
-	shootB    = &shoot{tenant: "shoot--test--b"}
+	seed   *testenv.Env
+	shootA = newShoot("shoot--test--a", nil)
+	shootB = newShoot("shoot--test--b", func(s *gardencorev1beta1.Shoot) {
+		profile := gardencorev1beta1.SchedulingProfileBinPacking
+		gates := map[string]bool{"MatchLabelKeysInPodTopologySpread": false}
+		s.Spec.Kubernetes.KubeScheduler = &gardencorev1beta1.KubeSchedulerConfig{Profile: &profile, KubernetesConfig: gardencorev1beta1.KubernetesConfig{FeatureGates: gates}}
+		s.Spec.Kubernetes.KubeAPIServer = &gardencorev1beta1.KubeAPIServerConfig{KubernetesConfig: gardencorev1beta1.KubernetesConfig{
+			FeatureGates: map[string]bool{"MatchLabelKeysInPodTopologySpread": false, "AuthorizeWithSelectors": false},
+		}}
+		s.Spec.Provider.Workers = []gardencorev1beta1.Worker{{
+			Name: "system", Minimum: 1, Maximum: 3, SystemComponents: &gardencorev1beta1.WorkerSystemComponents{Allow: true},
+			Taints: []corev1.Taint{{Key: "dedicated", Value: "system", Effect: corev1.TaintEffectNoSchedule}},
+		}}
+	})
+	shootC = newShoot("shoot--test--c", func(s *gardencorev1beta1.Shoot) { s.Spec.Provider.Workers = nil })
+	shoots = []*shoot{shootA, shootB, shootC}
+
 	serving   *envtest.WebhookInstallOptions
 	tenants   *clients.Clients
 	serverReg = prometheus.NewRegistry()
 )
+
+func newShoot(t tenant.Name, mutate func(*gardencorev1beta1.Shoot)) *shoot {
+	s := &shoot{tenant: t, object: tenanttest.Shoot(t)}
+	if mutate != nil {
+		mutate(s.object)
+	}
+	s.settings = tenant.SettingsOf(s.object, tenanttest.SeedObject())
+	return s
+}
 
 // authorizerPath is the node-agent authorizer's path below a tenant.
 const authorizerPath = "/webhooks/auth/nodeagent"
@@ -67,6 +92,11 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// enrolment is how the suite enrols its shoots: the one local server for every Service, and its CA.
+func enrolment() enrolmentpkg.Options {
+	return enrolmentpkg.Options{CABundle: serving.LocalServingCAData, Server: "https://" + servingAddr()}
 }
 
 func run(m *testing.M) (int, error) {
@@ -81,20 +111,29 @@ func run(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("seed control plane: %w", err)
 	}
 	defer func() { _ = seed.Stop() }()
-	for _, s := range []*shoot{shootA, shootB} {
-		authz, err := writeAuthorizationKubeconfig(s.tenant)
+	for _, s := range shoots {
+		// As test/integration/webhooks does: the shoot's kube-apiserver asks the seed's server
+		// (at its tenant path) for every authorization RBAC does not grant; the enrolment's
+		// file, which a workerless shoot (no node agents) does not get.
+		args := map[string]string{}
+		authz, err := enrolmentpkg.AuthorizerKubeconfig(s.tenant, &s.settings, enrolment())
 		if err != nil {
 			return 0, err
 		}
-		// As test/integration/webhooks does: the shoot's kube-apiserver asks the seed's server
-		// (at its tenant path) for every authorization RBAC does not grant.
-		if s.env, err = testenv.StartWith(testenv.Options{APIServerArgs: map[string]string{
-			"authorization-mode":                           "RBAC,Webhook",
-			"authorization-webhook-config-file":            authz,
-			"authorization-webhook-version":                "v1",
-			"authorization-webhook-cache-authorized-ttl":   "0s",
-			"authorization-webhook-cache-unauthorized-ttl": "0s",
-		}}); err != nil {
+		if authz != nil {
+			path := filepath.Join(serving.LocalServingCertDir, "authorization-webhook-"+string(s.tenant)+".kubeconfig")
+			if err := os.WriteFile(path, authz, 0o600); err != nil {
+				return 0, err
+			}
+			args = map[string]string{
+				"authorization-mode":                           "RBAC,Webhook",
+				"authorization-webhook-config-file":            path,
+				"authorization-webhook-version":                "v1",
+				"authorization-webhook-cache-authorized-ttl":   "0s",
+				"authorization-webhook-cache-unauthorized-ttl": "0s",
+			}
+		}
+		if s.env, err = testenv.StartWith(testenv.Options{APIServerArgs: args}); err != nil {
 			return 0, fmt.Errorf("shoot %s control plane: %w", s.tenant, err)
 		}
 		defer func(e *testenv.Env) { _ = e.Stop() }(s.env)
@@ -102,27 +141,23 @@ func run(m *testing.M) (int, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, s := range []*shoot{shootA, shootB} {
-		if err := testenv.Enroll(ctx, seed.Client, s.tenant, s.env); err != nil {
+	// The servers' ServiceAccount namespace, which the enrolment's RoleBindings name.
+	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gardener-knative"}}); err != nil {
+		return 0, err
+	}
+	for _, s := range shoots {
+		if err := testenv.EnrollShoot(ctx, seed.Client, s.tenant, s.env, s.object); err != nil {
 			return 0, fmt.Errorf("enrolling %s: %w", s.tenant, err)
-		}
-		// The operator's part (docs/deployment.md): the servers may read this namespace's
-		// Secrets, and those of no namespace not enrolled.
-		if err := seed.Client.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: string(s.tenant), Name: "gardener-knative:grm-webhooks-tenant-access"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gardener-knative:grm-webhooks-tenant-access"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "gardener-knative", Name: "grm-webhooks"}},
-		}); err != nil {
-			return 0, fmt.Errorf("tenant access of %s: %w", s.tenant, err)
 		}
 	}
 	served, err := startServer(ctx)
 	if err != nil {
 		return 0, err
 	}
-	for _, s := range []*shoot{shootA, shootB} {
-		if err := installShootRegistrations(ctx, s); err != nil {
-			return 0, fmt.Errorf("registrations of %s: %w", s.tenant, err)
+	// The operator's part (docs/deployment.md): the enrolment command's, for each shoot.
+	for _, s := range shoots {
+		if _, err := enrolmentpkg.Enrol(ctx, seed.Client, s.tenant, "gardener-knative", enrolment()); err != nil {
+			return 0, fmt.Errorf("enrolling %s with the servers: %w", s.tenant, err)
 		}
 	}
 	code := m.Run()
@@ -133,16 +168,11 @@ func run(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// startServer serves projected-token-mount and the node-agent authorizer in the multi-tenant
-// mode, over TLS with the certificate the shoots trust, as webhook.Run builds it.
+// startServer serves every webhook a shoot's resource manager has (the shoot role's defaults)
+// in the multi-tenant mode, over TLS with the certificate the shoots trust, as webhook.Run
+// builds it.
 func startServer(ctx context.Context) (<-chan error, error) {
-	file, err := componentconfig.ResourceManager("")
-	if err != nil {
-		return nil, err
-	}
-	cfg := file.ResourceManagerConfiguration
-	cfg.Webhooks.ProjectedTokenMount.Enabled = true
-	cfg.Webhooks.NodeAgentAuthorizer.Enabled = true
+	file := componentconfig.ShootResourceManager()
 	log := slog.New(slog.DiscardHandler)
 	if os.Getenv("WEBHOOK_TEST_LOGS") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -158,31 +188,35 @@ func startServer(ctx context.Context) (<-chan error, error) {
 	}); err != nil {
 		return nil, err
 	}
-	deps := webhook.Deps{Source: seedReader, Target: clients.NewRouting(seedReader, tenants), Config: cfg, Clock: testclock.NewFakeClock(time.Now()), Log: log}
-	var webhooks []webhook.Webhook
-	for _, c := range []webhook.Constructor{projectedtokenmount.Webhook, nodeagentauthorizer.Webhook} {
-		wh, err := c.New(deps)
+	deps := webhook.Deps{Source: seedReader, Target: clients.NewRouting(seedReader, tenants), Config: file.ResourceManagerConfiguration, Clock: testclock.NewFakeClock(time.Now()), Log: log}
+	selected, err := webhook.Select(webhooks.All, nil, file)
+	if err != nil {
+		return nil, err
+	}
+	var served []webhook.Webhook
+	for _, c := range selected {
+		wh, err := c.Build(deps)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("webhook %s: %w", c.Name, err)
 		}
-		webhooks = append(webhooks, wh)
+		served = append(served, wh)
 	}
 	ready := make(chan struct{})
-	served := make(chan error, 1)
+	done := make(chan error, 1)
 	go func() {
-		served <- webhook.Serve(ctx, webhook.ServeOptions{
+		done <- webhook.Serve(ctx, webhook.ServeOptions{
 			Addr:           servingAddr(),
 			CertFile:       filepath.Join(serving.LocalServingCertDir, "tls.crt"),
 			KeyFile:        filepath.Join(serving.LocalServingCertDir, "tls.key"),
 			RequestTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second,
 			Ready:   func(net.Addr) { close(ready) },
 			Tenants: tenants,
-		}, webhooks, serverReg, log)
+		}, served, serverReg, log)
 	}()
 	select {
 	case <-ready:
-		return served, nil
-	case err := <-served:
+		return done, nil
+	case err := <-done:
 		return nil, err
 	case <-time.After(10 * time.Second):
 		return nil, errors.New("webhook server did not start")
@@ -191,80 +225,6 @@ func startServer(ctx context.Context) (<-chan error, error) {
 
 func servingAddr() string {
 	return serving.LocalServingHost + ":" + strconv.Itoa(serving.LocalServingPort)
-}
-
-// installShootRegistrations fills in config/shoot/webhook-projected-token-mount.yaml for the
-// shoot, as an operator or gardenlet does (the tenant's namespace in the url's path, the
-// server's host and CA), and installs it into the shoot's kube-apiserver.
-func installShootRegistrations(ctx context.Context, s *shoot) error {
-	data, err := os.ReadFile("../../../config/shoot/webhook-projected-token-mount.yaml")
-	if err != nil {
-		return err
-	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var configs []*admissionregistrationv1.MutatingWebhookConfiguration
-	for {
-		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := decoder.Decode(c); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return err
-		}
-		if c.Kind != "MutatingWebhookConfiguration" {
-			continue
-		}
-		for i := range c.Webhooks {
-			cc := &c.Webhooks[i].ClientConfig
-			u, err := url.Parse(*cc.URL)
-			if err != nil {
-				return err
-			}
-			_, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix)
-			if !ok {
-				return fmt.Errorf("%s: the url %s addresses no tenant", c.Name, *cc.URL)
-			}
-			u.Host, u.Path = servingAddr(), "/"+string(s.tenant)+rest
-			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
-		}
-		if err := s.env.Client.Create(ctx, c); err != nil {
-			return err
-		}
-		configs = append(configs, c)
-	}
-	if len(configs) == 0 {
-		return errors.New("config/shoot/webhook-projected-token-mount.yaml registers nothing")
-	}
-	return nil
-}
-
-// writeAuthorizationKubeconfig fills in config/shoot/authorization-webhook.kubeconfig.example for
-// the tenant: the server at the tenant's path, and its CA.
-func writeAuthorizationKubeconfig(t tenant.Name) (string, error) {
-	example, err := os.ReadFile("../../../config/shoot/authorization-webhook.kubeconfig.example")
-	if err != nil {
-		return "", err
-	}
-	// The example leaves the CA for the operator to fill in.
-	example = []byte(strings.Replace(string(example), "<base64 PEM of the CA>", base64.StdEncoding.EncodeToString(serving.LocalServingCAData), 1))
-	kc, err := clientcmd.Load(example)
-	if err != nil {
-		return "", err
-	}
-	for _, c := range kc.Clusters {
-		u, err := url.Parse(c.Server)
-		if err != nil {
-			return "", err
-		}
-		_, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix)
-		if !ok || rest != authorizerPath {
-			return "", fmt.Errorf("the example's server %s is not the authorizer's tenant path", c.Server)
-		}
-		u.Host, u.Path = servingAddr(), "/"+string(t)+rest
-		c.Server, c.CertificateAuthorityData = u.String(), serving.LocalServingCAData
-	}
-	path := filepath.Join(serving.LocalServingCertDir, "authorization-webhook-"+string(t)+".kubeconfig")
-	return path, clientcmd.WriteToFile(*kc, path)
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -114,7 +114,7 @@ func TestEndpointSliceHintsInShoot(t *testing.T) {
 // In the seed, the registration matches namespaces labelled gardener.cloud/role.
 func TestEndpointSliceHintsInSeed(t *testing.T) {
 	ns := targetNamespace(t, map[string]string{v1beta1constants.GardenRole: "test"})
-	installRegistration(t, "webhook-endpoint-slice-hints.yaml", "-seed", probeEndpointSliceHints(ns))
+	installRegistration(t, "seed-opt-in/webhook-endpoint-slice-hints.yaml", "-seed", probeEndpointSliceHints(ns))
 	assertHintedSlice(t, ns)
 
 	untouched := createEndpointSlice(t, endpointSlice(targetNamespace(t, nil)))

@@ -51,7 +51,7 @@ func probePodTopologySpreadConstraints(namespace string, labels map[string]strin
 func TestPodTopologySpreadConstraints(t *testing.T) {
 	ctx := context.Background()
 	namespace := targetNamespace(t, map[string]string{v1beta1constants.GardenRole: "test"})
-	installRegistration(t, "webhook-pod-topology-spread-constraints.yaml", "-seed", probePodTopologySpreadConstraints(namespace, nil))
+	installRegistration(t, "seed-opt-in/webhook-pod-topology-spread-constraints.yaml", "-seed", probePodTopologySpreadConstraints(namespace, nil))
 
 	t.Run("the revision is selected in every constraint", func(t *testing.T) {
 		p := tscPod(namespace, "extended", nil)

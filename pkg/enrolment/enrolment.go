@@ -1,0 +1,363 @@
+// Package enrolment enrols a shoot with the seed's webhook servers, as gardenlet registers its
+// own resource manager's webhooks with the shoot: it renders the registrations of config/shoot/
+// (embedded, package config) for one tenant, each at the tenant's path with the servers' CA,
+// keeps only those the tenant's settings say gardenlet would register (a webhook's AppliesTo:
+// not pod-scheduler-name for a balanced shoot, nothing of Pods and Nodes for a workerless one),
+// and applies them to the shoot, deleting the registrations of ours that no longer apply. It is
+// idempotent: run it again whenever the shoot changes. The command webhooks/enrol runs it.
+package enrolment
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/config"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook"
+	"github.com/gardener-knative/gardener-knative/webhooks"
+)
+
+// Options say how to render a tenant's registrations.
+type Options struct {
+	// CABundle is the PEM of the CA that signs the servers' serving certificates.
+	CABundle []byte
+	// Server, when set, replaces the scheme and host of every url (e.g. one local server for
+	// all three Services); the templates' cluster-local hosts otherwise.
+	Server string
+	// ScaleToZero renders the scale-to-zero variant (config/scale-to-zero/shoot/).
+	ScaleToZero bool
+	// OptIn names webhooks of config/shoot-opt-in/ to register too (e.g. endpoint-slice-hints).
+	OptIn []string
+}
+
+// Labels mark what the enrolment registers in a shoot: the registrations it deletes when they no
+// longer apply are those carrying them.
+var Labels = map[string]string{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": "grm-webhooks"}
+
+// Registrations are the webhook registrations of a tenant: those of config/shoot/ (and the named
+// opt-in ones) whose webhook applies to a tenant with settings, at the tenant's path.
+func Registrations(t tenant.Name, settings *tenant.Settings, opts Options) ([]client.Object, error) {
+	files, err := templates(opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, file := range files {
+		name := webhookOf(file)
+		c, ok := constructor(name)
+		if !ok {
+			return nil, fmt.Errorf("%s registers %q, which the server does not know", file, name)
+		}
+		if c.AppliesTo != nil && !c.AppliesTo(settings) {
+			continue
+		}
+		objs, err := decode(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if err := forTenant(obj, t, opts); err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// templates are the registration files of the variant asked: config/shoot/'s, with the
+// scale-to-zero variant's where it has one, and the opt-in ones named.
+func templates(opts Options) ([]string, error) {
+	files, err := fs.Glob(config.Shoot, "shoot/webhook-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range opts.OptIn {
+		file := "shoot-opt-in/webhook-" + name + ".yaml"
+		if _, err := fs.Stat(config.Shoot, file); err != nil {
+			return nil, fmt.Errorf("no opt-in registration of %q: %w", name, err)
+		}
+		files = append(files, file)
+	}
+	if opts.ScaleToZero {
+		for i, f := range files {
+			variant := "scale-to-zero/" + f
+			if _, err := fs.Stat(config.Shoot, variant); err == nil {
+				files[i] = variant
+			}
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// webhookOf is the webhook a registration file is named after (webhook-<name>.yaml).
+func webhookOf(file string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(path.Base(file), "webhook-"), ".yaml")
+}
+
+func constructor(name string) (webhook.Constructor, bool) {
+	i := slices.IndexFunc(webhooks.All, func(c webhook.Constructor) bool { return c.Name == name })
+	if i < 0 {
+		return webhook.Constructor{}, false
+	}
+	return webhooks.All[i], true
+}
+
+// decode reads the registrations of a file.
+func decode(file string) ([]client.Object, error) {
+	data, err := fs.ReadFile(config.Shoot, file)
+	if err != nil {
+		return nil, err
+	}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []client.Object
+	for {
+		var doc map[string]any
+		if err := decoder.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(doc) == 0 {
+			continue
+		}
+		var obj client.Object
+		switch kind, _ := doc["kind"].(string); kind {
+		case "MutatingWebhookConfiguration":
+			obj = &admissionregistrationv1.MutatingWebhookConfiguration{}
+		case "ValidatingWebhookConfiguration":
+			obj = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		default:
+			return nil, fmt.Errorf("%s: a %s is no webhook registration", file, kind)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, obj); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		out = append(out, obj)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s registers nothing", file)
+	}
+	return out, nil
+}
+
+// forTenant points every webhook of a registration at the tenant's path (and opts.Server), with
+// the CA bundle.
+func forTenant(obj client.Object, t tenant.Name, opts Options) error {
+	var configs []*admissionregistrationv1.WebhookClientConfig
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			configs = append(configs, &o.Webhooks[i].ClientConfig)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			configs = append(configs, &o.Webhooks[i].ClientConfig)
+		}
+	}
+	for _, cc := range configs {
+		if cc.URL == nil {
+			return errors.New("a webhook has no url")
+		}
+		u, err := TenantURL(*cc.URL, t, opts.Server)
+		if err != nil {
+			return err
+		}
+		cc.URL, cc.CABundle = &u, opts.CABundle
+	}
+	return nil
+}
+
+// TenantURL is a template's url at the tenant's path: its first path segment (the template's
+// placeholder tenant) replaced by t, and its scheme and host by server's when set.
+func TenantURL(template string, t tenant.Name, server string) (string, error) {
+	u, err := url.Parse(template)
+	if err != nil {
+		return "", err
+	}
+	_, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix)
+	if !ok {
+		return "", fmt.Errorf("the url %s addresses no tenant", template)
+	}
+	u.Path = "/" + string(t) + rest
+	if server != "" {
+		s, err := url.Parse(server)
+		if err != nil || s.Host == "" {
+			return "", fmt.Errorf("server %q is no URL", server)
+		}
+		u.Scheme, u.Host = s.Scheme, s.Host
+	}
+	return u.String(), nil
+}
+
+// AuthorizerKubeconfig is the file the tenant's kube-apiserver authorizes gardener-node-agents
+// with (--authorization-webhook-config-file), from config/shoot/'s example: the server at the
+// tenant's path, with the CA bundle. Nil when the node-agent-authorizer does not apply to the
+// tenant (a workerless shoot has no node agents).
+func AuthorizerKubeconfig(t tenant.Name, settings *tenant.Settings, opts Options) ([]byte, error) {
+	if c, ok := constructor("node-agent-authorizer"); ok && c.AppliesTo != nil && !c.AppliesTo(settings) {
+		return nil, nil
+	}
+	example, err := fs.ReadFile(config.Shoot, "shoot/authorization-webhook.kubeconfig.example")
+	if err != nil {
+		return nil, err
+	}
+	// The example leaves the CA for the operator to fill in.
+	example = []byte(strings.Replace(string(example), "<base64 PEM of the CA>", base64.StdEncoding.EncodeToString(opts.CABundle), 1))
+	kc, err := clientcmd.Load(example)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range kc.Clusters {
+		if c.Server, err = TenantURL(c.Server, t, opts.Server); err != nil {
+			return nil, err
+		}
+		c.CertificateAuthorityData = opts.CABundle
+	}
+	return clientcmd.Write(*kc)
+}
+
+// TenantAccess is the RoleBinding in the tenant's namespace of the seed that lets the webhook
+// servers read its access Secrets (docs/deployment.md): without it, the tenant is unknown.
+func TenantAccess(t tenant.Name, serviceAccountNamespace string) *rbacv1.RoleBinding {
+	const name = "gardener-knative:grm-webhooks-tenant-access"
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: string(t), Name: name, Labels: Labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: serviceAccountNamespace, Name: "grm-webhooks"}},
+	}
+}
+
+// Apply creates or updates objs in c and deletes the registrations of ours (Labels) there that
+// objs leave out. It returns the names of what it deleted.
+func Apply(ctx context.Context, c client.Client, objs []client.Object) (deleted []string, err error) {
+	keep := sets.New[string]()
+	for _, obj := range objs {
+		keep.Insert(obj.GetObjectKind().GroupVersionKind().Kind + "/" + obj.GetName())
+		if err := apply(ctx, c, obj); err != nil {
+			return nil, fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	for _, list := range []client.ObjectList{&admissionregistrationv1.MutatingWebhookConfigurationList{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}} {
+		if err := c.List(ctx, list, client.MatchingLabels(Labels)); err != nil {
+			return nil, err
+		}
+		items, kind := registrationsOf(list)
+		for _, obj := range items {
+			if keep.Has(kind + "/" + obj.GetName()) {
+				continue
+			}
+			if err := c.Delete(ctx, obj, client.Preconditions{UID: new(obj.GetUID()), ResourceVersion: new(obj.GetResourceVersion())}); client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
+			}
+			deleted = append(deleted, kind+"/"+obj.GetName())
+		}
+	}
+	return deleted, nil
+}
+
+func registrationsOf(list client.ObjectList) ([]client.Object, string) {
+	var out []client.Object
+	switch l := list.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfigurationList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+		return out, "MutatingWebhookConfiguration"
+	case *admissionregistrationv1.ValidatingWebhookConfigurationList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+		return out, "ValidatingWebhookConfiguration"
+	}
+	return nil, ""
+}
+
+// FieldOwner is the field manager of what the enrolment applies.
+const FieldOwner = "gardener-knative-enrolment"
+
+// apply applies obj server-side: what the enrolment renders is wholly its own.
+func apply(ctx context.Context, c client.Client, obj client.Object) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// Result is what Enrol did.
+type Result struct {
+	// Settings are the tenant's, as the servers read them.
+	Settings *tenant.Settings
+	// Registered and Deleted name the registrations applied to the shoot and removed from it.
+	Registered, Deleted []string
+	// AuthorizerKubeconfig is the shoot kube-apiserver's authorization webhook file (nil where
+	// the node-agent-authorizer does not apply).
+	AuthorizerKubeconfig []byte
+}
+
+// Enrol enrols tenant t with the seed's webhook servers (in namespace serversNamespace): their
+// access to the tenant's namespace in the seed (TenantAccess), then the registrations that apply
+// to its shoot, read and applied as the servers do: the tenant's settings from its Cluster, the
+// shoot reached with the tenant's own access Secrets (the shoot's gardener-resource-manager).
+func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamespace string, opts Options) (*Result, error) {
+	access := TenantAccess(t, serversNamespace)
+	if err := apply(ctx, seed, access); err != nil {
+		return nil, fmt.Errorf("tenant access in the seed: %w", err)
+	}
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme, SharedMapper: seed.RESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	shoot, err := tenants.Client(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := tenants.Settings(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := Registrations(t, settings, opts)
+	if err != nil {
+		return nil, err
+	}
+	result := &Result{Settings: settings}
+	for _, obj := range objs {
+		result.Registered = append(result.Registered, obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName())
+	}
+	if result.Deleted, err = Apply(ctx, shoot, objs); err != nil {
+		return nil, fmt.Errorf("registrations in the shoot of %s: %w", t, err)
+	}
+	if result.AuthorizerKubeconfig, err = AuthorizerKubeconfig(t, settings, opts); err != nil {
+		return nil, err
+	}
+	return result, nil
+}

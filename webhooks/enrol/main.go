@@ -1,0 +1,101 @@
+// Command enrol enrols shoots with the seed's webhook servers (grm-webhooks and friends): for
+// each tenant named (a shoot's control-plane namespace in the seed), it lets the servers read
+// the namespace's access Secrets and applies to the shoot the registrations of config/shoot/
+// that gardenlet would register for it (pkg/enrolment), with the servers' CA. It is idempotent:
+// run it again whenever a shoot changes (its scheduling profile, workers, feature gates).
+//
+//	go run ./webhooks/enrol -ca-bundle ca.crt shoot--project--name ...
+//
+// The seed is reached with $KUBECONFIG (or -kubeconfig); each shoot with its own access Secrets.
+// With -authorizer-kubeconfig DIR it writes <tenant>.kubeconfig there: the file the shoot's
+// kube-apiserver authorizes node agents with (none for a workerless shoot).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/gardener-knative/gardener-knative/pkg/enrolment"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+)
+
+func main() {
+	var (
+		caBundle    = flag.String("ca-bundle", "", "PEM file of the CA that signs the webhook servers' certificates (required)")
+		namespace   = flag.String("namespace", "gardener-knative", "namespace of the webhook servers in the seed")
+		server      = flag.String("server", "", "scheme and host replacing the cluster-local hosts of every url (e.g. https://127.0.0.1:9443)")
+		scaleToZero = flag.Bool("scale-to-zero", false, "register the scale-to-zero variant (config/scale-to-zero/shoot/)")
+		optIn       = flag.String("opt-in", "", "comma-separated webhooks of config/shoot-opt-in/ to register too")
+		authzDir    = flag.String("authorizer-kubeconfig", "", "directory to write each tenant's authorization webhook kubeconfig into")
+	)
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -ca-bundle FILE [flags] TENANT...\n", os.Args[0])
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *caBundle == "" || flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *caBundle, *namespace, *authzDir, enrolment.Options{Server: *server, ScaleToZero: *scaleToZero, OptIn: split(*optIn)}, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "enrol:", err)
+		os.Exit(1)
+	}
+}
+
+func split(list string) []string {
+	if list == "" {
+		return nil
+	}
+	return strings.Split(list, ",")
+}
+
+func run(ctx context.Context, caFile, namespace, authzDir string, opts enrolment.Options, tenants []string) error {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return err
+	}
+	opts.CABundle = ca
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return err
+	}
+	seed, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, name := range tenants {
+		t := tenant.Name(name)
+		if !tenant.Valid(name, tenant.DefaultPrefix) {
+			return fmt.Errorf("%q is no shoot control-plane namespace (%s…)", name, tenant.DefaultPrefix)
+		}
+		result, err := enrolment.Enrol(ctx, seed, t, namespace, opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Printf("%s: registered %s", name, strings.Join(result.Registered, ", "))
+		if len(result.Deleted) > 0 {
+			fmt.Printf("; removed %s", strings.Join(result.Deleted, ", "))
+		}
+		fmt.Println()
+		if authzDir != "" && result.AuthorizerKubeconfig != nil {
+			path := filepath.Join(authzDir, name+".kubeconfig")
+			if err := os.WriteFile(path, result.AuthorizerKubeconfig, 0o600); err != nil {
+				return err
+			}
+			fmt.Printf("%s: authorization webhook kubeconfig %s\n", name, path)
+		}
+	}
+	return nil
+}

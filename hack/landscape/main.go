@@ -13,17 +13,21 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape/samples"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/sources"
 	"github.com/go-logr/logr"
 )
@@ -76,6 +80,7 @@ func run(dir string, withSamples bool) error {
 		},
 		SourceLogger: sourceLog,
 		Env:          landscape.Settings,
+		Webhooks:     true,
 	})
 	if err != nil {
 		return err
@@ -97,17 +102,23 @@ func run(dir string, withSamples bool) error {
 		return err
 	}
 
-	fmt.Printf("kubeconfig: %s\n", land.Kubeconfig)
-	fmt.Printf("try:        kubectl --kubeconfig %s get bastions,shoots -A\n", land.Kubeconfig)
+	status.headline("kubeconfig: %s", land.Kubeconfig)
+	status.headline("try:        kubectl --kubeconfig %s get bastions,shoots -A", land.Kubeconfig)
 	if land.Seed != nil {
-		fmt.Printf("seed:       %s (the Target of two-cluster functions; charts from the OCI registry at %s)\n", land.SeedKubeconfig, land.ChartRegistry.Host)
-		fmt.Printf("try:        kubectl --kubeconfig %s get secrets -l owner=helm -A  # Helm releases\n", land.SeedKubeconfig)
+		status.headline("seed:       %s (the Target of two-cluster functions; charts from the OCI registry at %s)", land.SeedKubeconfig, land.ChartRegistry.Host)
+		status.headline("try:        kubectl --kubeconfig %s get secrets -l owner=helm -A  # Helm releases", land.SeedKubeconfig)
 	}
-	for name, url := range land.URLs {
-		fmt.Printf("function:   %s at %s (metrics at %s/metrics, log in %s)\n", name, url, url, filepath.Join(dir, "logs", name+".log"))
+	names := make([]string, 0, len(land.URLs))
+	for name := range land.URLs {
+		names = append(names, name)
 	}
-	fmt.Println("Every sweep runs every 20 s here (on a cluster: its own schedule).")
-	fmt.Println("Ctrl-C stops everything. What each function did, from its /metrics:")
+	sort.Strings(names)
+	status.headline("functions:  %s (each at a local URL with /metrics; logs in %s)", strings.Join(names, ", "), filepath.Join(dir, "logs"))
+	if land.WebhooksURL != "" {
+		status.headline("webhooks:   GRM's webhook server at %s, both shoots enrolled with it (log in %s)", land.WebhooksURL, filepath.Join(dir, "logs", "webhooks.log"))
+	}
+	status.headline("Every sweep runs every 20 s here (on a cluster: its own schedule).")
+	status.headline("Ctrl-C stops everything. What each function did, from its /metrics:")
 	if land.Seed != nil && withSamples {
 		status.lines = append(status.lines, samples.RegistrationChain{Garden: land.Env.Client, Seed: land.Seed.Client}.Line)
 	}
@@ -115,13 +126,19 @@ func run(dir string, withSamples bool) error {
 		status.lines = append(status.lines, samples.NetworkPolicyLine(land.Env.Client))
 	}
 	if land.Shoot != nil && withSamples {
-		fmt.Printf("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)\n", land.ShootKubeconfig, landscape.Tenant)
+		status.headline("shoot:      %s (tenant %s of the seed, the Target of GRM's functions)", land.ShootKubeconfig, landscape.Tenant)
 		kubelet, err := land.Shoot.As("system:node:"+samples.NodeName, "system:nodes")
 		if err != nil {
 			return err
 		}
 		status.lines = append(status.lines, (&samples.GRM{Seed: land.Env.Client, Shoot: land.Shoot.Client}).Line,
 			(&samples.ShootNodes{Shoot: land.Shoot.Client, Seed: land.Env.Client, Kubelet: kubelet}).Line)
+	}
+	if land.BinPackingShoot != nil && withSamples {
+		status.headline("shoot:      %s (tenant %s: bin-packing, a tainted system pool, MatchLabelKeysInPodTopologySpread off)", land.BinPackingShootKubeconfig, landscape.BinPackingTenant)
+		status.lines = append(status.lines, (&samples.Webhooks{Shoots: map[tenant.Name]client.Client{
+			landscape.Tenant: land.Shoot.Client, landscape.BinPackingTenant: land.BinPackingShoot.Client,
+		}}).Line)
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

@@ -22,10 +22,20 @@ type status struct {
 	terminal bool
 	client   *http.Client
 	printed  string
-	// height is how many lines the block last drawn has, which a redraw replaces.
-	height int
+	// header are the lines above the live block: where everything is. On a terminal every
+	// redraw shows them first, as `watch` shows its command.
+	header []string
 	// lines add lines read from the API servers (the registration chain, GRM's sample).
 	lines []func() string
+}
+
+// headline adds a line to the header; off a terminal it is printed at once.
+func (s *status) headline(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	s.header = append(s.header, line)
+	if !s.terminal {
+		fmt.Fprintln(s.out, line)
+	}
 }
 
 func newStatus(out *os.File) *status {
@@ -113,12 +123,9 @@ func (s *status) print(urls map[string]string) {
 	}
 	s.printed = line
 	if s.terminal {
-		// Redraw the block in place: up as many lines as it had, clear to the end of the screen.
-		if s.height > 0 {
-			fmt.Fprintf(s.out, "\033[%dF", s.height)
-		}
-		fmt.Fprintf(s.out, "\033[J%s\n", line)
-		s.height = len(parts)
+		// One screen, redrawn in place: home, clear, the header, the block (lines that wrap or
+		// hold several lines are no matter, as nothing is counted).
+		fmt.Fprintf(s.out, "\033[H\033[2J%s\n\n%s\n", strings.Join(s.header, "\n"), line)
 	} else {
 		fmt.Fprintf(s.out, "%s\n\n", line)
 	}

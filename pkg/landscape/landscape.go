@@ -69,6 +69,9 @@ type Options struct {
 	// ChartRegistryAddress is where the sample chart's registry listens; empty means a free
 	// loopback port.
 	ChartRegistryAddress string
+	// Webhooks also runs GRM's webhook server (multi-tenant, TLS on loopback) and a second shoot
+	// that differs from the first (BinPackingTenant), and enrols both shoots with the server.
+	Webhooks bool
 }
 
 // Settings are the functions' settings (KEY=value) in a demonstration landscape: `make run`'s,
@@ -110,6 +113,12 @@ type Landscape struct {
 	// is deployed per seed (GRM's); ShootKubeconfig is its admin's kubeconfig.
 	Shoot           *testenv.Env
 	ShootKubeconfig string
+	// BinPackingShoot is the control plane of BinPackingTenant, and WebhooksURL where the
+	// webhook server serves (Options.Webhooks).
+	BinPackingShoot           *testenv.Env
+	BinPackingShootKubeconfig string
+	WebhooksURL               string
+	webhooks                  *webhookServer
 	// URLs of the running functions, by name.
 	URLs     map[string]string
 	opts     Options
@@ -148,7 +157,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if opts.BinDir == "" {
 		opts.BinDir = opts.Dir
 	}
-	started := &Landscape{opts: opts, URLs: map[string]string{}, services: map[string]*service{}, exited: make(chan error, len(opts.Functions)*opts.Replicas)}
+	started := &Landscape{opts: opts, URLs: map[string]string{}, services: map[string]*service{}, exited: make(chan error, len(opts.Functions)*opts.Replicas+1)}
 	l = started
 	defer func() {
 		if err != nil {
@@ -194,13 +203,25 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 			return nil, err
 		}
 	}
-	// One go build for all functions: the packages they share compile once and link in parallel.
+	// One go build for all functions (and the webhook server): the packages they share compile
+	// once and link in parallel.
 	build := exec.CommandContext(ctx, "go", "build", "-o", opts.BinDir+string(filepath.Separator))
 	for _, fn := range opts.Functions {
 		build.Args = append(build.Args, configgen.ModulePath+"/functions/"+fn.Name)
 	}
+	if opts.Webhooks {
+		build.Args = append(build.Args, configgen.ModulePath+"/webhooks/resource-manager")
+	}
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	if opts.Webhooks {
+		if l.Shoot == nil {
+			return nil, errors.New("the webhooks serve the shoots of GRM's functions: run one of them")
+		}
+		if err := l.startWebhooks(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for _, fn := range opts.Functions {
 		if err := l.startFunction(ctx, fn); err != nil {
@@ -286,6 +307,15 @@ func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *
 		cmd.Stdout = l.opts.FunctionOutput(name)
 		cmd.Stderr = cmd.Stdout
 	}
+	if err := l.start(r, "function "+name, cmd); err != nil {
+		return err
+	}
+	return l.waitReady(ctx, name, "http://127.0.0.1:"+strconv.Itoa(r.port))
+}
+
+// start starts cmd as the process of r; its exit, unless the landscape ended it, is reported
+// on Exited as what's.
+func (l *Landscape) start(r *replica, what string, cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -299,10 +329,10 @@ func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *
 		killed := r.killed.Load()
 		close(done)
 		if !killed {
-			l.exited <- fmt.Errorf("function %s exited: %w", name, err)
+			l.exited <- fmt.Errorf("%s exited: %w", what, err)
 		}
 	}()
-	return l.waitReady(ctx, name, "http://127.0.0.1:"+strconv.Itoa(r.port))
+	return nil
 }
 
 // Kill ends the first process of the named function with SIGKILL, as a node's failure or the
@@ -398,6 +428,11 @@ func (l *Landscape) Exited() <-chan error { return l.exited }
 func (l *Landscape) Stop() error {
 	errs := []error{l.StopSources()}
 	var replicas []*replica
+	if l.webhooks != nil && l.webhooks.cmd != nil {
+		l.webhooks.killed.Store(true)
+		_ = l.webhooks.cmd.Process.Signal(syscall.SIGTERM)
+		replicas = append(replicas, &l.webhooks.replica)
+	}
 	for _, svc := range l.services {
 		if svc.server != nil {
 			_ = svc.server.Close()
@@ -430,6 +465,12 @@ func (l *Landscape) Stop() error {
 	}
 	if l.Shoot != nil {
 		errs = append(errs, l.Shoot.Stop())
+	}
+	if l.BinPackingShoot != nil {
+		errs = append(errs, l.BinPackingShoot.Stop())
+	}
+	if l.webhooks != nil {
+		errs = append(errs, l.webhooks.serving.Cleanup())
 	}
 	return errors.Join(errs...)
 }

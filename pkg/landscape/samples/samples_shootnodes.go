@@ -197,5 +197,5 @@ func (s *ShootNodes) token(ctx context.Context) string {
 	if secret.Labels[tokeninvalidator.LabelConsider] != "true" {
 		return "static token of kube-system/" + sampleNoAutomount + " (automountServiceAccountToken: false) …"
 	}
-	return "static token of kube-system/" + sampleNoAutomount + " (automountServiceAccountToken: false) labelled for the token-invalidator webhook ✓ (the webhook is served by grm-webhooks on a cluster; here no kube-apiserver calls it)"
+	return "static token of kube-system/" + sampleNoAutomount + " (automountServiceAccountToken: false) labelled for the token-invalidator webhook ✓"
 }

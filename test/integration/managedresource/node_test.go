@@ -2,7 +2,6 @@ package managedresource_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -270,21 +267,9 @@ func TestNodeAgentReconciliationDelay(t *testing.T) {
 // does, until the test ends.
 func setShoot(t testing.TB, tn tenant.Name, annotations map[string]string) {
 	t.Helper()
-	ctx := context.Background()
-	cluster := &extensionsv1alpha1.Cluster{}
-	require.NoError(t, seed.Client.Get(ctx, client.ObjectKey{Name: string(tn)}, cluster))
-	before := cluster.Spec.Shoot
 	shoot := tenanttest.Shoot(tn)
 	shoot.Annotations = annotations
-	raw, err := json.Marshal(shoot)
-	require.NoError(t, err)
-	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
-	require.NoError(t, seed.Client.Update(ctx, cluster))
-	t.Cleanup(func() {
-		require.NoError(t, seed.Client.Get(ctx, client.ObjectKey{Name: string(tn)}, cluster))
-		cluster.Spec.Shoot = before
-		require.NoError(t, seed.Client.Update(ctx, cluster))
-	})
+	setShootObject(t, tn, shoot)
 }
 
 // Per seed, each shoot's maximum delay is its Shoot's annotation (gardenlet's: 300s without it),

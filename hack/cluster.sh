@@ -408,8 +408,8 @@ up() {
 
 # `ko apply -f config/` as the README says, into the local registry. Before it, hack/clusterprep
 # adds what a garden cluster has (Gardener's API as stand-in CRDs, the namespace garden) and what
-# an operator gives the functions (the landscape's settings, a seed kubeconfig: the cluster plays
-# the seed too); after it, the webhook registrations get the ingress CA as their caBundle, as an
+# an operator gives controllerinstallation (its seed's kubeconfig and name: the cluster plays the
+# seed too); after it, the webhook registrations get the ingress CA as their caBundle, as an
 # operator sets it (docs/deployment.md). DEPLOY_FILES names other files or folders to apply instead
 # of config/: config/scale-to-zero/ on a deployed config/ ends as `ko apply -f config/ -f
 # config/scale-to-zero/` does, without building config/'s images again (its own image is one).

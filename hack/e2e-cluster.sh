@@ -37,6 +37,7 @@ go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTo
 DEPLOY_FILES=config/scale-to-zero/ "$cluster" deploy
 go test -count=1 -timeout 30m -v -run 'TestScaleToZero|TestAdmissionFromZero' ./test/cluster/
 
-# Last, every function's samples of `make run` on the deployed system (its chart registry lives
+# Last, every function's samples of `make run` on the deployed system, its shoot enrolled with
+# the scale-to-zero variant now deployed (its chart registry lives
 # only as long as the test; the installations made of it keep resolving the chart every minute).
-go test -count=1 -timeout 30m -v -run 'TestSamples' ./test/cluster/
+CLUSTER_SCALE_TO_ZERO=1 go test -count=1 -timeout 30m -v -run 'TestSamples' ./test/cluster/

@@ -3,8 +3,10 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,9 +72,21 @@ func EnrollShoot(ctx context.Context, seed client.Client, t tenant.Name, shoot *
 	if err := seed.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigName}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
 		return err
 	}
+	// As gardenlet keeps it: a token requestor Secret of the shoot's resource manager, renewed
+	// before it expires by the shoot's token requestor.
 	return seed.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.DefaultAccessSecret},
-		Data:       map[string][]byte{"token": []byte(tokenRequest.Status.Token)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.DefaultAccessSecret,
+			Labels: map[string]string{
+				resourcesv1alpha1.ResourceManagerPurpose: resourcesv1alpha1.LabelPurposeTokenRequest,
+				resourcesv1alpha1.ResourceManagerClass:   resourcesv1alpha1.ResourceManagerClassShoot,
+			},
+			Annotations: map[string]string{
+				resourcesv1alpha1.ServiceAccountName:                v1beta1constants.DeploymentNameGardenerResourceManager,
+				resourcesv1alpha1.ServiceAccountNamespace:           metav1.NamespaceSystem,
+				resourcesv1alpha1.ServiceAccountTokenRenewTimestamp: tokenRequest.Status.ExpirationTimestamp.Add(-4 * time.Hour).UTC().Format(time.RFC3339),
+			},
+		},
+		Data: map[string][]byte{"token": []byte(tokenRequest.Status.Token)},
 	})
 }
 

@@ -77,6 +77,8 @@ type Server struct {
 	config any
 	// targets is how the Target is reached; nil for functions without one.
 	targets *targets
+	// keys lets one reconcile of a key (by reconciler and tenant) run at a time.
+	keys keyLocks
 }
 
 // NewServer validates fn and builds its reconcilers.
@@ -350,9 +352,15 @@ func (s *Server) clusterOf(c Cluster) Cluster {
 // reconcile reconciles one key; a write conflict (or a create that finds the object) means the
 // read was stale, so the key is reconciled again from live state, a bounded number of times.
 func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error {
-	start := time.Now()
 	h := s.handlers[r.Name]
-	var err error
+	// One reconcile of a key at a time in this process: a duplicate, a sweep beside an event,
+	// waits for the one running and then reads what it left.
+	release, err := s.keys.lock(ctx, r.Name+"/"+string(tenant.From(ctx))+"/"+req.Key.String())
+	if err != nil {
+		return fmt.Errorf("reconciler %s: %s: waiting for the reconcile of the same key running: %w", r.Name, req.Key, err)
+	}
+	defer release()
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		_, err = safely(func() (struct{}, error) { return struct{}{}, h.Reconcile(ctx, req) })
 		// A conflict or an AlreadyExists means another writer was first: what was read is stale.

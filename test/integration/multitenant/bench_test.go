@@ -11,15 +11,14 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,11 +90,10 @@ func BenchmarkMemoryPerCachedTenant(b *testing.B) {
 		if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 			b.Fatal(err)
 		}
-		cluster := &unstructured.Unstructured{}
-		cluster.SetAPIVersion("extensions.gardener.cloud/v1alpha1")
-		cluster.SetKind("Cluster")
-		cluster.SetName(ns)
-		cluster.SetAnnotations(map[string]string{v1beta1constants.AnnotationKeyGenericTokenKubeconfigSecretName: "generic-token-kubeconfig-bench"})
+		// The Cluster as gardenlet writes it, holding B's Shoot (a tainted system pool: tolerations
+		// among the settings kept).
+		cluster, err := tenanttest.Cluster(names[i], "generic-token-kubeconfig-bench", shootB.object)
+		require.NoError(b, err)
 		for _, obj := range []client.Object{
 			cluster,
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "generic-token-kubeconfig-bench"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},

@@ -265,3 +265,30 @@ func TestAllSeedsBlockedSeedDoesNotFailOthers(t *testing.T) {
 	assert.Equal(t, []string{"provider-aws"}, f.registrationNames(served.Name))
 	assert.Empty(t, f.installations(f.name("unserved")))
 }
+
+// Another seed's installation holds the first name of a seed's installation (the suffix is
+// short): the installation gets the next deterministic name, which two reconciles meeting the
+// same taken name share, so that only one of them can create it.
+func TestInstallationNameTakenByAnotherSeed(t *testing.T) {
+	f := newFixture(t, functiontest.AsFunction())
+	ctx := context.Background()
+	f.providerRegistration("aws")
+	always := f.registration("taken", gardencorev1beta1.ControllerDeploymentPolicyAlways, resource{Kind: "Extension", Type: "taken"})
+	s := f.seed("taken-seed", "aws")
+	names := seed.InstallationNames(always.Name, s.Name)
+	squatter := &gardencorev1beta1.ControllerInstallation{
+		ObjectMeta: metav1.ObjectMeta{Name: names[0], Labels: f.testLabels()},
+		Spec: gardencorev1beta1.ControllerInstallationSpec{
+			SeedRef:         &corev1.ObjectReference{Name: "another-seed"},
+			RegistrationRef: corev1.ObjectReference{Name: always.Name},
+		},
+	}
+	require.NoError(t, env.Client.Create(ctx, squatter))
+	t.Cleanup(func() { forceDelete(t, squatter) })
+
+	f.Send("add", s)
+	ci := f.installations(s.Name)[always.Name]
+	assert.Equal(t, names[1], ci.Name, "the second name")
+	f.Send("add", s)
+	assert.Len(t, f.installations(s.Name), 2, "one installation of each registration, however often reconciled")
+}

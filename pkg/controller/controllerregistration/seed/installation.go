@@ -31,6 +31,18 @@ const (
 // running at once (an event and a sweep) then cannot both create one: the second create fails
 // with AlreadyExists and is retried from live state, which finds the first's.
 func InstallationName(registration, seed string) string {
+	return InstallationNames(registration, seed)[0]
+}
+
+// installationNameAttempts is how many names InstallationNames offers: the suffix is short, so
+// another seed's installation may hold the first name.
+const installationNameAttempts = 3
+
+// InstallationNames are the names the installation may get, in order: InstallationName, then
+// names of further deterministic suffixes for when another seed's installation holds the name.
+// Two reconciles that meet the same taken name both go on to the same next one, so that, as with
+// the first, only one of them can create it (where generateName would give each its own).
+func InstallationNames(registration, seed string) []string {
 	const (
 		// What the API server's generateName appends, and from which alphabet.
 		suffixLength = 5
@@ -41,12 +53,20 @@ func InstallationName(registration, seed string) string {
 	if len(base) > maxBase {
 		base = base[:maxBase]
 	}
-	sum := sha256.Sum256([]byte(seed + "/" + registration))
-	suffix := make([]byte, suffixLength)
-	for i := range suffix {
-		suffix[i] = alphabet[int(sum[i])%len(alphabet)]
+	names := make([]string, 0, installationNameAttempts)
+	for attempt := range installationNameAttempts {
+		input := seed + "/" + registration
+		if attempt > 0 {
+			input += "/" + strconv.Itoa(attempt)
+		}
+		sum := sha256.Sum256([]byte(input))
+		suffix := make([]byte, suffixLength)
+		for i := range suffix {
+			suffix[i] = alphabet[int(sum[i])%len(alphabet)]
+		}
+		names = append(names, base+string(suffix))
 	}
-	return base + string(suffix)
+	return names
 }
 
 // DesiredInstallation mutates installation (new or existing) into what Gardener's seed

@@ -22,6 +22,16 @@ func TestInstallationName(t *testing.T) {
 	long := InstallationName("a-registration-with-a-very-long-name-that-fills-the-dns-label-limit", "seed")
 	assert.Len(t, long, 63)
 	assert.Empty(t, validation.IsDNS1123Subdomain(long))
+
+	names := InstallationNames("provider-aws", "seed-a")
+	assert.Equal(t, name, names[0])
+	assert.Len(t, names, 3)
+	for _, n := range names {
+		assert.Regexp(t, `^provider-aws-[bcdfghjklmnpqrstvwxz2456789]{5}$`, n)
+	}
+	assert.NotEqual(t, names[0], names[1])
+	assert.NotEqual(t, names[1], names[2])
+	assert.Equal(t, names, InstallationNames("provider-aws", "seed-a"), "deterministic: two reconciles meeting a taken name go on to the same next one")
 }
 
 func TestHashMapIsGardenersHashForMap(t *testing.T) {

@@ -120,10 +120,17 @@ func (r *Reconciler) deploy(ctx context.Context, trigger function.Trigger, src S
 		return err
 	}
 
-	installation := &gardencorev1beta1.ControllerInstallation{ObjectMeta: metav1.ObjectMeta{Name: InstallationName(registration.Name, seed.Name)}}
-	DesiredInstallation(installation, seed, registration, deployment)
-	err := r.Writer.Create(ctx, installation)
-	if apierrors.IsAlreadyExists(err) {
+	var err error
+	for _, name := range InstallationNames(registration.Name, seed.Name) {
+		installation := &gardencorev1beta1.ControllerInstallation{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		DesiredInstallation(installation, seed, registration, deployment)
+		if err = r.Writer.Create(ctx, installation); err == nil {
+			r.Log.Info("Created ControllerInstallation for ControllerRegistration", "seed", seed.Name, "controllerRegistrationName", registration.Name, "controllerInstallationName", installation.Name)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 		taken := &gardencorev1beta1.ControllerInstallation{}
 		if getErr := r.Live.Get(ctx, client.ObjectKeyFromObject(installation), taken); getErr != nil {
 			return errors.Join(err, getErr)
@@ -133,16 +140,9 @@ func (r *Reconciler) deploy(ctx context.Context, trigger function.Trigger, src S
 			// finds that installation.
 			return err
 		}
-		// Another seed's installation has the name (the suffix is short): fall back to
-		// the API server's random suffix.
-		installation.Name, installation.GenerateName = "", registration.Name+"-"
-		installation.ResourceVersion = ""
-		err = r.Writer.Create(ctx, installation)
+		// Another seed's installation has the name (the suffix is short): the next name.
 	}
-	if err == nil {
-		r.Log.Info("Created ControllerInstallation for ControllerRegistration", "seed", seed.Name, "controllerRegistrationName", registration.Name, "controllerInstallationName", installation.Name)
-	}
-	return err
+	return fmt.Errorf("every name of the installation of %q on seed %q is another seed's (%v)", registration.Name, seed.Name, err)
 }
 
 // Read gathers the seed's State from src: the registrations, the seed's installations, its

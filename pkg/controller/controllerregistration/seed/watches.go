@@ -2,6 +2,7 @@ package seed
 
 import (
 	"context"
+	"slices"
 
 	"github.com/gardener/gardener/pkg/apis/core"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -133,7 +134,7 @@ func ControllerInstallationPredicate(ev function.Event) bool {
 	if ev.Created {
 		registration := nestedString(ev.Object, "spec", "registrationRef", "name")
 		seed := nestedString(ev.Object, "spec", "seedRef", "name")
-		return ev.Object.GetName() != InstallationName(registration, seed)
+		return !slices.Contains(InstallationNames(registration, seed), ev.Object.GetName())
 	}
 	conditions, _, _ := unstructured.NestedSlice(ev.Object.Object, "status", "conditions")
 	for _, c := range conditions {

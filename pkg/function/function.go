@@ -142,6 +142,11 @@ type Reconciler struct {
 	// The runtime never reconciles a key of a tenant it does not apply to, nor sweeps that
 	// tenant for it: its events are filtered, and its sweeps list nothing there.
 	AppliesTo func(*tenant.Settings) bool
+	// Undo, when set, undoes what a reconcile created for a primary that turned out to be gone,
+	// replaced or being deleted by the time it ended (the owner guard, guard.go), instead of
+	// DefaultUndo (deleting each creation that is still as created): e.g. leaving what a
+	// ManagedResource with keepObjects keeps anyway.
+	Undo func(ctx context.Context, req UndoRequest) error
 }
 
 // appliesTo tells whether r serves the tenant of ctx: always outside per-seed mode (no tenant).

@@ -17,6 +17,9 @@ type metrics struct {
 	terminal    *prometheus.CounterVec
 	coalesced   *prometheus.CounterVec
 	keyFailures *prometheus.CounterVec
+	// guard counts the owner guard's checks and what they found (owner-kept, owner-lost,
+	// check-failed, undo-failed).
+	guard *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, function string) *metrics {
@@ -59,13 +62,18 @@ func newMetrics(reg prometheus.Registerer, function string) *metrics {
 			Help:        "Keys a sweep failed to reconcile, by sweep and kind of failure (transient, terminal); the next tick retries them.",
 			ConstLabels: constLabels,
 		}, []string{"sweep", "failure"}),
+		guard: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_owner_guard_total",
+			Help:        "Live checks of a reconcile's primary after it created objects, by reconciler and outcome (owner-kept; owner-lost: the creations undone and the key reconciled again; check-failed; undo-failed).",
+			ConstLabels: constLabels,
+		}, []string{"reconciler", "outcome"}),
 		swept: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name:        "gardener_knative_sweep_objects",
 			Help:        "Objects the last run of each sweep reconciled.",
 			ConstLabels: constLabels,
 		}, []string{"sweep"}),
 	}
-	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures)
+	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures, m.guard)
 	return m
 }
 

@@ -360,20 +360,72 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 		return fmt.Errorf("reconciler %s: %s: waiting for the reconcile of the same key running: %w", r.Name, req.Key, err)
 	}
 	defer release()
-	start := time.Now()
+	start, trigger := time.Now(), req.Trigger
+	live := s.live[s.clusterOf(r.Cluster)]
+	j := &journal{primaryGroupKind: r.For.GroupKind(), primaryKey: req.Key, scheme: s.live[Source].Scheme(), snapshot: req.Trigger == BySweep}
+	ctx = withJournal(ctx, j)
+	reader := req.Reader
 	for attempt := 0; ; attempt++ {
+		req.Reader = observingReader{Reader: reader, j: j}
 		_, err = safely(func() (struct{}, error) { return struct{}{}, h.Reconcile(ctx, req) })
-		// A conflict or an AlreadyExists means another writer was first: what was read is stale.
-		if !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) || attempt >= s.opts.ConflictRetries {
+		lost := s.guardCreations(ctx, r, j, live, &err)
+		// A conflict or an AlreadyExists means another writer was first: what was read is
+		// stale. A create refused on a snapshot, or undone for a lost owner, is decided again
+		// from live state too.
+		again := lost || j.refused || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+		if !again {
 			break
 		}
-		req.Reader, req.Target = s.live[s.clusterOf(r.Cluster)], s.live[Target]
+		if attempt >= s.opts.ConflictRetries {
+			if err == nil {
+				err = fmt.Errorf("not settled in %d attempts: its creations were refused on a snapshot or undone for a lost owner", attempt+1)
+			}
+			break
+		}
+		// Live reads answer as for an event (a sweep's indexes are the snapshot's alone).
+		reader, req.Target, req.Trigger = live, s.live[Target], ByEvent
+		j.reset()
 	}
-	s.metrics.reconcile.WithLabelValues(r.Name, string(req.Trigger), result(err)).Observe(time.Since(start).Seconds())
+	s.metrics.reconcile.WithLabelValues(r.Name, string(trigger), result(err)).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, req.Key, err)
 	}
 	return nil
+}
+
+// guardCreations is the owner guard (guard.go) at the end of one attempt of a reconcile: if it
+// created anything and no write proved its primary unchanged since, the primary is read live;
+// lost says it was gone, replaced or being deleted, and the creations were undone. A failed check
+// or undo is joined to *err (the key is then retried: transient).
+func (s *Server) guardCreations(ctx context.Context, r Reconciler, j *journal, live client.Reader, err *error) (lost bool) {
+	created := j.toCheck()
+	if created == nil {
+		return false
+	}
+	lost, checkErr := j.ownerLost(ctx, live, r.For.Version)
+	switch {
+	case checkErr != nil:
+		s.metrics.guard.WithLabelValues(r.Name, "check-failed").Inc()
+		*err = errors.Join(*err, checkErr)
+		return false
+	case !lost:
+		s.metrics.guard.WithLabelValues(r.Name, "owner-kept").Inc()
+		return false
+	}
+	undo := DefaultUndo
+	if r.Undo != nil {
+		undo = r.Undo
+	}
+	if undoErr := undo(ctx, j.undoRequest(created)); undoErr != nil {
+		s.metrics.guard.WithLabelValues(r.Name, "undo-failed").Inc()
+		*err = errors.Join(*err, fmt.Errorf("undoing what was created for %s %s, which is gone or being deleted: %w", r.For.Kind, j.primaryKey, undoErr))
+		return true
+	}
+	s.metrics.guard.WithLabelValues(r.Name, "owner-lost").Inc()
+	s.log.Info("owner gone or being deleted since it was read: creations undone, reconciling again", "reconciler", r.Name, "object", j.primaryKey, "undone", len(created))
+	// What the failed attempt said is superseded by the attempt from live state.
+	*err = nil
+	return true
 }
 
 // Terminal marks err as one that retrying cannot cure (a reconciler's own judgement, e.g. a

@@ -65,7 +65,15 @@ type optimisticWriter struct {
 }
 
 func (w *optimisticWriter) Create(ctx context.Context, obj client.Object) error {
-	return w.c.Create(ctx, obj)
+	j := journalFrom(ctx)
+	if err := j.beforeCreate(obj); err != nil {
+		return err
+	}
+	if err := w.c.Create(ctx, obj); err != nil {
+		return err
+	}
+	j.recordCreate(w.c, obj)
+	return nil
 }
 
 func (w *optimisticWriter) Patch(ctx context.Context, obj client.Object, mutate func()) (bool, error) {
@@ -77,7 +85,11 @@ func (w *optimisticWriter) Touch(ctx context.Context, obj client.Object) error {
 	if rv == "" {
 		return fmt.Errorf("touching %s: an optimistic write needs the resourceVersion it is based on", client.ObjectKeyFromObject(obj))
 	}
-	return w.c.Patch(ctx, obj, (&change{}).patch(rv))
+	if err := w.c.Patch(ctx, obj, (&change{}).patch(rv)); err != nil {
+		return err
+	}
+	journalFrom(ctx).recordWrite(obj)
+	return nil
 }
 
 func (w *optimisticWriter) PatchStatus(ctx context.Context, obj client.Object, mutate func()) (bool, error) {
@@ -100,8 +112,11 @@ func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate 
 		return false, json.Unmarshal(d.before, obj)
 	}
 	err = send(patch)
-	if err == nil && obj.GetResourceVersion() == rv {
-		w.noops.Add(noop, struct{}{})
+	if err == nil {
+		journalFrom(ctx).recordWrite(obj)
+		if obj.GetResourceVersion() == rv {
+			w.noops.Add(noop, struct{}{})
+		}
 	}
 	if !apierrors.IsInvalid(err) {
 		return true, err
@@ -126,7 +141,11 @@ func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate 
 	if fixed == nil {
 		return true, err
 	}
-	return true, send(fixed.patch(rv))
+	if err := send(fixed.patch(rv)); err != nil {
+		return true, err
+	}
+	journalFrom(ctx).recordWrite(obj)
+	return true, nil
 }
 
 func (w *optimisticWriter) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {

@@ -76,7 +76,7 @@ func newFunction() *function.Function {
 			// Per seed: the tenants (Discover, and each tenant's Cluster).
 			{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
 		},
-		Reconcilers: []function.Reconciler{{Name: "main", For: kinds.ManagedResource, New: newReconciler}},
+		Reconcilers: []function.Reconciler{{Name: "main", For: kinds.ManagedResource, New: newReconciler, Undo: UndoCreations}},
 		Watches: []function.Watch{
 			// Gardener also watches every Secret of the source for updates of a ManagedResource's
 			// data in place. Here the Source's Secrets are one shared watch in Reference mode,

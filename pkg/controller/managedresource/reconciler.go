@@ -177,6 +177,15 @@ func (r *Reconciler) apply(ctx context.Context, req function.Request, mr *resour
 		return fmt.Errorf("could not release all orphaned resources: %w", err)
 	}
 
+	// Write-ahead: status.resources names everything that may exist before anything is created,
+	// so that a deletion beginning meanwhile (or a reconcile of an older spec) deletes it too.
+	// The final status below trims it to what is wanted.
+	if ahead := WriteAhead(mr.Status.Resources, result.Resources); ahead != nil {
+		if _, err := r.Source.Writer.PatchStatus(ctx, mr, func() { mr.Status.Resources = ahead }); err != nil {
+			return err
+		}
+	}
+
 	labels := manifests.Options{InjectLabels: mr.Spec.InjectLabels, ManagedBy: r.Config.ManagedByLabelValue}.Labels()
 	if err := r.applyObjects(ctx, req, origin, result.Objects, labels, equivalences); err != nil {
 		applied = function.UpdatedCondition(r.Clock.Now(), applied, gardencorev1beta1.ConditionFalse, resourcesv1alpha1.ConditionApplyFailed, err.Error())
@@ -199,6 +208,36 @@ func (r *Reconciler) apply(ctx context.Context, req function.Request, mr *resour
 		mr.Status.ObservedGeneration = mr.Generation
 	})
 	return err
+}
+
+// WriteAhead is what status.resources must name before objects are applied: what it names and
+// what is wanted, in that order; nil when it names everything wanted already.
+func WriteAhead(recorded, wanted []resourcesv1alpha1.ObjectReference) []resourcesv1alpha1.ObjectReference {
+	var missing []resourcesv1alpha1.ObjectReference
+	for _, w := range wanted {
+		if !slices.ContainsFunc(recorded, func(r resourcesv1alpha1.ObjectReference) bool { return sameObject(r, w) }) {
+			missing = append(missing, w)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return append(slices.Clone(recorded), missing...)
+}
+
+func sameObject(a, b resourcesv1alpha1.ObjectReference) bool {
+	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// UndoCreations undoes what a reconcile created for a ManagedResource that was deleted (or
+// replaced) meanwhile: as the deletion does, the objects are deleted unless the ManagedResource
+// keeps its objects (keepObjects), in which case what was created stays, as it would have had it
+// been created before the deletion.
+func UndoCreations(ctx context.Context, req function.UndoRequest) error {
+	if mr, ok := req.Primary.(*resourcesv1alpha1.ManagedResource); ok && ptr.Deref(mr.Spec.KeepObjects, false) {
+		return nil
+	}
+	return function.DefaultUndo(ctx, req)
 }
 
 // scopeOf tells namespaced kinds from cluster-scoped ones by the target's mapper.

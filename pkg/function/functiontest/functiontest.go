@@ -66,6 +66,8 @@ type Option func(*settings)
 type settings struct {
 	config     any
 	asFunction bool
+	// configureTarget adapts the REST configuration of the function's target clients.
+	configureTarget []func(*rest.Config)
 	opts       function.Options
 	now        time.Time
 	target     *testenv.Env
@@ -102,6 +104,13 @@ func WithTenants() Option { return func(s *settings) { s.tenants = true } }
 // put testenv.APIFaults between the function and the kube-apiserver.
 func WithRESTConfig(configure func(*rest.Config)) Option {
 	return func(s *settings) { s.configure = append(s.configure, configure) }
+}
+
+// WithTargetRESTConfig changes the rest.Config of the function's clients of its target (the
+// single target, or every tenant's), e.g. to hold a request until a concurrent reconcile did its
+// part (testenv.RoundTripperFunc).
+func WithTargetRESTConfig(configure func(*rest.Config)) Option {
+	return func(s *settings) { s.configureTarget = append(s.configureTarget, configure) }
 }
 
 // New serves fn against env until the test ends.
@@ -146,6 +155,9 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 		fnEnv.TargetConfig = rest.CopyConfig(s.target.Config)
 		h.TargetCounter = kube.NewRequestCounter(prometheus.NewRegistry())
 		h.TargetCounter.Instrument(fnEnv.TargetConfig)
+		for _, configure := range s.configureTarget {
+			configure(fnEnv.TargetConfig)
+		}
 		fnEnv.Target, err = kube.NewClient(fnEnv.TargetConfig, scheme.Gardener)
 		require.NoError(t, err)
 	}
@@ -157,6 +169,9 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 			ConfigureREST: func(c *rest.Config) {
 				h.TargetCounter.Instrument(c)
 				kube.WithDefaultRate(c)
+				for _, configure := range s.configureTarget {
+					configure(c)
+				}
 			},
 		})
 		require.NoError(t, err)

@@ -1,0 +1,138 @@
+package managedresource_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+)
+
+// createHook runs around the target's creates of a ConfigMap named name: before, until it
+// returns, the create is held; after, once the create is answered.
+type createHook struct {
+	name          string
+	before, after func()
+	once          sync.Once
+}
+
+func (c *createHook) wrap(cfg *rest.Config) {
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return testenv.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			match := false
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/configmaps") && req.Body != nil {
+				body, err := io.ReadAll(req.Body)
+				if err != nil {
+					return nil, err
+				}
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				match = bytes.Contains(body, []byte(`"name":"`+c.name+`"`))
+			}
+			if !match {
+				return next.RoundTrip(req)
+			}
+			var resp *http.Response
+			var err error
+			c.once.Do(func() {
+				if c.before != nil {
+					c.before()
+				}
+				resp, err = next.RoundTrip(req)
+				if c.after != nil {
+					c.after()
+				}
+			})
+			if resp == nil && err == nil {
+				return next.RoundTrip(req)
+			}
+			return resp, err
+		})
+	})
+}
+
+func inShoot(t *testing.T, ns, name string) bool {
+	t.Helper()
+	err := shootA.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+	require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+	return err == nil
+}
+
+// Two replicas: A read the ManagedResource before its deletion began and found its object
+// missing; B deleted the objects and removed the finalizer; then A creates the object. The owner
+// guard finds the ManagedResource gone and deletes it: nothing stays in the shoot for good
+// (issue case 1; before, the object stayed: the sweep lists only ManagedResources, and the
+// creation's event is dropped by the drift predicate).
+func TestCreateAfterTheDeletionIsUndone(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, shootA)
+	b := singleTarget(t)
+	_, mr := manifest(t, ns, "late", map[string]string{"objects.yaml": configMap(ns, "late", "a")})
+	b.Send("add", mr)
+	require.True(t, inShoot(t, ns, "late"))
+	require.NoError(t, shootA.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}))
+
+	hook := &createHook{name: "late"}
+	a := singleTarget(t, functiontest.WithTargetRESTConfig(hook.wrap))
+	hook.before = func() {
+		// Meanwhile, B: the ManagedResource is deleted and B completes the deletion.
+		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
+		b.Send("update", get(t, mr))
+		require.Eventually(t, func() bool { return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{})) }, 5*time.Second, 50*time.Millisecond)
+	}
+	a.Send("update", mr)
+	assert.False(t, inShoot(t, ns, "late"), "the object created for a deleted ManagedResource is undone")
+	assert.Equal(t, 1.0, a.Metric("gardener_knative_owner_guard_total", map[string]string{"outcome": "owner-lost"}))
+}
+
+// One reconcile: the ManagedResource gains an object, the reconcile creates it, the deletion
+// begins before the reconcile writes its status. status.resources named the new object before it
+// was created (write-ahead), and the owner guard finds the deletion: both the old object and the
+// new are deleted (issue case 2; before, the retry deleted only the old status.resources).
+func TestObjectAddedWhileTheDeletionBeginsIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, shootA)
+	secret, mr := manifest(t, ns, "growing", map[string]string{"objects.yaml": configMap(ns, "old", "a")})
+	hook := &createHook{name: "added"}
+	h := singleTarget(t, functiontest.WithTargetRESTConfig(hook.wrap))
+	h.Send("add", mr)
+	require.True(t, inShoot(t, ns, "old"))
+
+	secret.Data["objects.yaml"] = []byte(docs(configMap(ns, "old", "a"), configMap(ns, "added", "b")))
+	require.NoError(t, seed.Client.Update(ctx, secret))
+	hook.after = func() {
+		var recorded []string
+		for _, r := range get(t, mr).Status.Resources {
+			recorded = append(recorded, r.Name)
+		}
+		assert.Contains(t, recorded, "added", "written ahead of its create")
+		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
+	}
+	h.Send("update", mr)
+	require.Eventually(t, func() bool { return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{})) }, 5*time.Second, 50*time.Millisecond)
+	assert.False(t, inShoot(t, ns, "old"))
+	assert.False(t, inShoot(t, ns, "added"), "the object created as the deletion began is deleted too")
+}
+
+func TestWriteAhead(t *testing.T) {
+	ref := func(name string) resourcesv1alpha1.ObjectReference {
+		return resourcesv1alpha1.ObjectReference{ObjectReference: corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name}}
+	}
+	assert.Nil(t, managedresource.WriteAhead([]resourcesv1alpha1.ObjectReference{ref("a"), ref("b")}, []resourcesv1alpha1.ObjectReference{ref("b")}), "nothing new: no write")
+	assert.Equal(t, []resourcesv1alpha1.ObjectReference{ref("a"), ref("c")}, managedresource.WriteAhead([]resourcesv1alpha1.ObjectReference{ref("a")}, []resourcesv1alpha1.ObjectReference{ref("c"), ref("a")}))
+}

@@ -68,11 +68,11 @@ type settings struct {
 	asFunction bool
 	// configureTarget adapts the REST configuration of the function's target clients.
 	configureTarget []func(*rest.Config)
-	opts       function.Options
-	now        time.Time
-	target     *testenv.Env
-	tenants    bool
-	configure  []func(*rest.Config)
+	opts            function.Options
+	now             time.Time
+	target          *testenv.Env
+	tenants         bool
+	configure       []func(*rest.Config)
 }
 
 // WithConfig serves the function with this configuration instead of LoadConfig's.

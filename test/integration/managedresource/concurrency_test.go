@@ -93,7 +93,9 @@ func TestCreateAfterTheDeletionIsUndone(t *testing.T) {
 		// Meanwhile, B: the ManagedResource is deleted and B completes the deletion.
 		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
 		b.Send("update", get(t, mr))
-		require.Eventually(t, func() bool { return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{})) }, 5*time.Second, 50*time.Millisecond)
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{}))
+		}, 5*time.Second, 50*time.Millisecond)
 	}
 	a.Send("update", mr)
 	assert.False(t, inShoot(t, ns, "late"), "the object created for a deleted ManagedResource is undone")
@@ -124,7 +126,9 @@ func TestObjectAddedWhileTheDeletionBeginsIsDeleted(t *testing.T) {
 		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
 	}
 	h.Send("update", mr)
-	require.Eventually(t, func() bool { return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{})) }, 5*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{}))
+	}, 5*time.Second, 50*time.Millisecond)
 	assert.False(t, inShoot(t, ns, "old"))
 	assert.False(t, inShoot(t, ns, "added"), "the object created as the deletion began is deleted too")
 }

@@ -51,6 +51,8 @@ type Reconciler struct {
 	HelmTimeout       time.Duration
 	PendingStaleAfter time.Duration
 	Log               *slog.Logger
+	// lock makes Helm's actions on one installation exclusive across the function's replicas.
+	lock *installLock
 }
 
 // NewReconciler builds the reconciler with a Helm client of the seed and a chart cache.
@@ -64,6 +66,7 @@ func NewReconciler(deps function.Deps, cfg *Config) (*Reconciler, error) {
 		Source: deps.Source, Target: deps.Target,
 		Charts: chartpkg.NewPuller(cfg.ChartCacheBytes), Helm: helm, Clock: deps.Clock,
 		HelmTimeout: cfg.HelmTimeout, PendingStaleAfter: cfg.HelmPendingStaleAfter, Log: deps.Log,
+		lock: newInstallLock(deps.Target, deps.Clock, cfg.HelmTimeout),
 	}, nil
 }
 
@@ -205,6 +208,13 @@ func (r *Reconciler) reconcile(ctx context.Context, garden, seedReader client.Re
 	}
 	valid(gardencorev1beta1.ConditionTrue, "RegistrationValid", "chart could be rendered successfully.")
 
+	// Helm will run: no other process may run Helm on this installation meanwhile (an
+	// uninstall beside this install would leave what the install creates after it).
+	unlock, err := r.lock.acquire(ctx, ci.Name)
+	if err != nil {
+		return err
+	}
+	defer unlock(context.WithoutCancel(ctx))
 	if err := r.ensureNamespace(ctx, seedReader, namespace, nsMeta); err != nil {
 		return err
 	}
@@ -218,6 +228,18 @@ func (r *Reconciler) reconcile(ctx context.Context, garden, seedReader client.Re
 	}
 	if err != nil {
 		installed(gardencorev1beta1.ConditionFalse, "InstallationFailed", fmt.Sprintf("Installation of Helm release %q failed: %+v", releaseName, err))
+		return err
+	}
+	// The owner guard for what Helm created: an installation deleted (or replaced) while Helm
+	// ran gets its release uninstalled again; reconciled again, its deletion finishes the rest.
+	if err := function.OwnerUnchanged(ctx, r.Source.Reader, gardencorev1beta1.SchemeGroupVersion.Version); err != nil {
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if uninstallErr := r.Helm.Uninstall(namespace, releaseName); uninstallErr != nil {
+			return errors.Join(err, fmt.Errorf("uninstalling release %s/%s of an installation deleted meanwhile: %w", namespace, releaseName, uninstallErr))
+		}
+		r.Log.Info("uninstalled the release of an installation deleted while it was installed", "installation", ci.Name, "release", namespace+"/"+releaseName)
 		return err
 	}
 	r.Log.Info("applied release", "installation", ci.Name, "release", namespace+"/"+releaseName, "revision", rel.Version, "status", rel.Info.Status)
@@ -248,6 +270,11 @@ func (r *Reconciler) delete(ctx context.Context, garden, seedReader client.Reade
 		return err
 	}
 	if state.Found {
+		unlock, err := r.lock.acquire(ctx, ci.Name)
+		if err != nil {
+			return err
+		}
+		defer unlock(context.WithoutCancel(ctx))
 		if err := r.Helm.Uninstall(namespace, releaseName); err != nil {
 			installed(gardencorev1beta1.ConditionFalse, "DeletionFailed", fmt.Sprintf("Deletion of Helm release %q failed: %+v", releaseName, err))
 			return err

@@ -63,6 +63,7 @@ type fixture struct {
 	*functiontest.Harness
 	seedName string
 	registry *ocitest.Registry
+	config   *controllerinstallation.Config
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -75,6 +76,7 @@ func newFixture(t testing.TB) *fixture {
 		FeatureGates: map[string]bool{"DefaultSeccompProfile": true}, ChartCacheBytes: 8 << 20,
 		HelmTimeout: time.Minute, HelmMaxHistory: 3, HelmPendingStaleAfter: 5 * time.Minute,
 	}
+	f.config = cfg
 	f.Harness = functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
 		functiontest.WithTarget(seed), functiontest.WithConfig(cfg))
 	f.createSeed(t)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -107,7 +108,8 @@ func (c *Client) Apply(ctx context.Context, namespace, name string, chrt *chart.
 	upgrade.Labels = labels
 	upgrade.Timeout = c.Timeout
 	upgrade.MaxHistory = c.MaxHistory
-	return upgrade.RunWithContext(ctx, name, chrt, values)
+	rel, err := upgrade.RunWithContext(ctx, name, chrt, values)
+	return rel, concurrentInstall(name, err)
 }
 
 // Uninstall removes the release's resources and records; a release that does not exist is
@@ -128,11 +130,16 @@ func (c *Client) Get(namespace, name string) (*release.Release, error) {
 	return c.configuration(namespace).Releases.Last(name)
 }
 
-// concurrentInstall turns Helm's "release already exists", which a concurrent reconcile of the
-// same installation (an event and a sweep) causes by installing first, into a conflict: the
-// runtime then reconciles again from what is there now, instead of asking the sender to retry.
+// concurrentInstall turns Helm's answers to a concurrent operation on the same release into a
+// conflict: "release already exists" and "cannot re-use a name that is still in use" (another
+// reconcile installed first), "another operation is in progress" (one is running). The runtime
+// then reconciles again from what is there now, instead of reporting a failed installation.
 func concurrentInstall(name string, err error) error {
-	if errors.Is(err, driver.ErrReleaseExists) {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, driver.ErrReleaseExists) || strings.Contains(err.Error(), "cannot re-use a name that is still in use") ||
+		strings.Contains(err.Error(), "another operation (install/upgrade/rollback) is in progress") {
 		return apierrors.NewConflict(schema.GroupResource{Group: "helm.sh", Resource: "releases"}, name, err)
 	}
 	return err

@@ -62,7 +62,7 @@ var Function = &function.Function{
 			// The reconciler converges a namespace: its keys name Namespaces.
 			For: kinds.Namespace,
 			New: func(deps function.Deps) (function.Handler, error) {
-				return &reference.Reconciler{Writer: deps.Source.Writer, Log: deps.Log}, nil
+				return &reference.Reconciler{Writer: deps.Source.Writer, Live: deps.Source.Reader, Log: deps.Log}, nil
 			},
 		},
 		{Name: conditions.Name, For: kinds.Shoot, New: conditions.New},

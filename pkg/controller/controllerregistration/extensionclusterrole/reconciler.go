@@ -132,6 +132,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 		// Only a change of the ClusterRole can repair its annotation; its event brings it back.
 		return function.Terminal(fmt.Errorf("failed computing subjects for ClusterRoleBinding: failed parsing label selector: %w", err))
 	}
+	// The binding first, then the ServiceAccounts: the subjects written are then listed after
+	// the version of the binding the write is conditional on, so that a concurrent reconcile's
+	// newer subjects are never overwritten by an older list (its write makes this one conflict).
+	binding := &rbacv1.ClusterRoleBinding{}
+	bindingErr := req.Reader.Get(ctx, client.ObjectKey{Name: clusterRole.Name}, binding)
+	if bindingErr != nil && !apierrors.IsNotFound(bindingErr) {
+		return bindingErr
+	}
 	serviceAccounts := &metav1.PartialObjectMetadataList{}
 	serviceAccounts.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccountList"))
 	items, err := kube.ListAll(ctx, req.Reader, serviceAccounts, pageSize, client.MatchingLabelsSelector{Selector: selector})
@@ -140,16 +148,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	}
 	subjects := Subjects(items)
 
-	binding := &rbacv1.ClusterRoleBinding{}
-	err = req.Reader.Get(ctx, client.ObjectKey{Name: clusterRole.Name}, binding)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(bindingErr) {
 		binding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRole.Name}}
 		DesiredBinding(binding, clusterRole, subjects)
 		r.Log.Info("Creating ClusterRoleBinding for extension ClusterRole", "clusterRole", clusterRole.Name, "subjects", len(subjects))
 		return r.Writer.Create(ctx, binding)
-	}
-	if err != nil {
-		return err
 	}
 	changed, err := r.Writer.Patch(ctx, binding, func() { DesiredBinding(binding, clusterRole, subjects) })
 	if changed && err == nil {

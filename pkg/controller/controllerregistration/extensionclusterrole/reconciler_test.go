@@ -2,6 +2,7 @@ package extensionclusterrole
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -120,6 +121,37 @@ func TestReconcileChecksTheLabelOnTheLiveClusterRole(t *testing.T) {
 		require.NoError(t, c.Get(ctx, key, after))
 		assert.Equal(t, before, after)
 	})
+}
+
+// The binding is read before the ServiceAccounts are listed: the subjects written are never older
+// than the binding the write is conditional on, so that a concurrent reconcile's newer subjects
+// make this one's write conflict instead of being overwritten.
+func TestBindingIsReadBeforeTheServiceAccounts(t *testing.T) {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
+		Name: "extension-foo", UID: "uid-1", Labels: map[string]string{v1beta1constants.LabelAuthorizationCustomExtensionsPermissions: "true"},
+		Annotations: map[string]string{v1beta1constants.LabelAuthorizationExtensionsServiceAccountSelector: `{"matchLabels":{"extension":"foo"}}`},
+	}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(role).Build()
+	var reads []string
+	recording := recordingReader{Reader: c, reads: &reads}
+	r := &Reconciler{Writer: function.NewWriter(c), Log: slog.New(slog.DiscardHandler)}
+	require.NoError(t, r.Reconcile(context.Background(), function.Request{Key: client.ObjectKey{Name: "extension-foo"}, Reader: recording, Trigger: function.ByEvent}))
+	assert.Equal(t, []string{"get *v1.PartialObjectMetadata", "get *v1.ClusterRoleBinding", "list *v1.PartialObjectMetadataList"}, reads)
+}
+
+type recordingReader struct {
+	client.Reader
+	reads *[]string
+}
+
+func (r recordingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	*r.reads = append(*r.reads, fmt.Sprintf("get %T", obj))
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r recordingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	*r.reads = append(*r.reads, fmt.Sprintf("list %T", list))
+	return r.Reader.List(ctx, list, opts...)
 }
 
 // noWrites fails the test on any write.

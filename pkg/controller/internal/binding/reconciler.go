@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -115,12 +116,15 @@ func (r *Reconciler) release(ctx context.Context, req function.Request, obj clie
 		all = append(all, r.Kind.Decode(p))
 	}
 
+	released := false
 	if _, supported := r.Kind.credentialsKind(b.Credentials.GroupVersionKind); supported && MayReleaseCredentials(b, all) {
 		if err := r.patchIfExists(ctx, req, b.Credentials, r.Kind.Release); err != nil {
 			return fmt.Errorf("releasing credentials %s %s: %w", b.Credentials.Kind, b.Credentials.Key, err)
 		}
+		released = true
 	}
-	for _, q := range QuotasToRelease(b, all) {
+	quotas := QuotasToRelease(b, all)
+	for _, q := range quotas {
 		unlabel := func(m client.Object) {
 			labels := m.GetLabels()
 			delete(labels, r.Kind.ReferenceLabel)
@@ -131,10 +135,40 @@ func (r *Reconciler) release(ctx context.Context, req function.Request, obj clie
 		}
 	}
 
+	if released || len(quotas) > 0 {
+		if err := r.protectAgain(ctx, b, quotas); err != nil {
+			return err
+		}
+	}
+
 	if _, err := r.Writer.Patch(ctx, obj, func() { controllerutil.RemoveFinalizer(obj, Finalizer) }); err != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	r.Log.Info("no shoot uses the binding any more: released it", "binding", b.Key)
+	return nil
+}
+
+// protectAgain lists the bindings once more, live, after a release: a binding created meanwhile
+// that references what was released (its own reconcile found it still protected, and changed
+// nothing) is protected again, as its own reconcile would.
+func (r *Reconciler) protectAgain(ctx context.Context, b Binding, quotas []function.Key) error {
+	peers, err := kube.ListAll(ctx, r.Live, r.Kind.NewList(), peerPageSize)
+	if err != nil {
+		return fmt.Errorf("listing %s after a release: %w", r.Kind.Binding.Resource, err)
+	}
+	live := function.Request{Reader: r.Live, Trigger: function.ByEvent}
+	for _, p := range peers {
+		peer := r.Kind.Decode(p)
+		if peer.Key == b.Key || peer.Deleting {
+			continue
+		}
+		if peer.Credentials == b.Credentials || slices.ContainsFunc(quotas, func(q function.Key) bool { return slices.Contains(peer.Quotas, q) }) {
+			r.Log.Info("a binding appeared that references what was released: protected again", "binding", peer.Key, "released by", b.Key)
+			if err := r.protect(ctx, live, p, peer); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -138,3 +138,28 @@ func TestReconcileMissingReferences(t *testing.T) {
 	err = r.Reconcile(context.Background(), function.Request{Key: client.ObjectKeyFromObject(sb), Reader: c, Trigger: function.ByEvent})
 	assert.ErrorContains(t, err, "a SecretBinding cannot reference this kind")
 }
+
+// A binding created while another one's release runs (after the release listed the bindings,
+// before it unprotected their credentials) found the credentials protected and changed nothing:
+// the release lists the bindings once more, live, and protects them again.
+func TestReleaseProtectsAgainForABindingCreatedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	cloud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud", Namespace: "garden-a"}}
+	quota := &gardencorev1beta1.Quota{ObjectMeta: metav1.ObjectMeta{Name: "trial", Namespace: "garden"}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(newSecretBinding("b", "trial"), cloud, quota).Build()
+	var events recordedEvents
+	require.NoError(t, reconcile(t, c, &events, "b"))
+	require.NoError(t, c.Delete(ctx, newSecretBinding("b")))
+
+	// The release read the bindings before the new one existed (a snapshot, or a list a moment
+	// too early); the new one exists by the time the release has unprotected the credentials.
+	stale := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(get(t, c, newSecretBinding("b"))).Build()
+	require.NoError(t, c.Create(ctx, newSecretBinding("new", "trial")))
+	r := &Reconciler{Kind: secretBindingKind, Writer: function.NewWriter(c), Live: c, Events: &events, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	require.NoError(t, r.release(ctx, function.Request{Reader: stale, Trigger: function.ByEvent}, get(t, c, newSecretBinding("b")), secretBindingKind.Decode(get(t, c, newSecretBinding("b")))))
+
+	cloud = get(t, c, cloud)
+	assert.Equal(t, []string{"gardener.cloud/testbinding"}, cloud.Finalizers, "protected again for the new binding")
+	assert.Contains(t, cloud.Labels, "reference.gardener.cloud/testbinding")
+	assert.Contains(t, get(t, c, quota).Labels, "reference.gardener.cloud/testbinding")
+}

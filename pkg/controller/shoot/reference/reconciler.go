@@ -21,7 +21,9 @@ const Name = "reference"
 // Reconciler converges the reference protection of one namespace (its key names the Namespace).
 type Reconciler struct {
 	Writer function.Writer
-	Log    *slog.Logger
+	// Live lists the Shoots once more after a release (a sweep's snapshot may be older).
+	Live client.Reader
+	Log  *slog.Logger
 }
 
 var _ function.Handler = &Reconciler{}
@@ -68,6 +70,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if len(plan.Release) > 0 {
+		// A Shoot created (or changed) since the Shoots were listed may reference what was just
+		// released; its own reconcile found it protected and changed nothing. The Shoots once
+		// more, live: what they reference now is protected again.
+		fresh := &gardencorev1beta1.ShootList{}
+		if err := r.Live.List(ctx, fresh, client.InNamespace(namespace)); err != nil {
+			return fmt.Errorf("listing shoots after a release: %w", err)
+		}
+		for _, ref := range Decide(fresh.Items, objects).Protect {
+			errs = append(errs, r.patch(ctx, objects[ref], "added finalizer again", func(o client.Object) { controllerutil.AddFinalizer(o, Finalizer) }))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 
 	byName := map[string]*gardencorev1beta1.Shoot{}

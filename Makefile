@@ -31,7 +31,7 @@ test:
 ## script (test/chaos; CHAOS_SEED=n repeats a run's random choices; CHAOS_CONTROL=0, as in
 ## .ci/run, skips the second fault-free run)
 chaos:
-	$(ASSETS) CHAOS=1 go test -count=1 -v -timeout 30m -run TestWholeLandscapeConvergesUnderFaults ./test/chaos/
+	$(ASSETS) CHAOS=1 go test -count=1 -v -timeout 30m -run 'TestWholeLandscapeConvergesUnderFaults|TestOwnersCreatedAndSoonDeletedLeaveNothing' ./test/chaos/
 
 build:
 	go build ./...

@@ -9,6 +9,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"io"
 	"io/fs"
 	"net"
@@ -225,6 +226,9 @@ func StartWith(opts Options) (*Env, error) {
 	return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", errors.Join(errs...))
 }
 
+// serviceAccountIssuer is every control plane's, as in-cluster clients know their API server.
+const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
 // startOnce starts one control plane, on a port of its own; what a failed start left running is
 // stopped.
 func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (*Env, error) {
@@ -242,6 +246,11 @@ func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (
 		apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: opts.Address, Port: port}
 		apiServer.Configure().Set("advertise-address", opts.Address)
 	}
+	// Service account tokens for the audience "gardener" authenticate, as at a shoot's
+	// kube-apiserver, whose --api-audiences gardenlet sets so: the token requestor requests the
+	// shoots' access tokens for it.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-account-issuer", serviceAccountIssuer)
+	env.ControlPlane.GetAPIServer().Configure().Set("api-audiences", serviceAccountIssuer+","+v1beta1constants.GardenerAudience)
 	for name, value := range opts.APIServerArgs {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}

@@ -207,6 +207,27 @@ func (r *Reconciler) apply(ctx context.Context, req function.Request, mr *resour
 		mr.Status.Resources = result.Resources
 		mr.Status.ObservedGeneration = mr.Generation
 	})
+	if apierrors.IsConflict(err) {
+		// Another reconcile wrote the status since (e.g. of a newer spec, having deleted what it
+		// no longer wants): what this one created may be unwanted there, and no longer named.
+		// It is named again, so that the reconcile from live state that follows deletes it as
+		// stale, or its deletion does.
+		return errors.Join(err, r.keepNamed(ctx, mr, result.Resources))
+	}
+	return err
+}
+
+// keepNamed adds the objects a reconcile applied to the live status.resources, where missing.
+func (r *Reconciler) keepNamed(ctx context.Context, mr *resourcesv1alpha1.ManagedResource, applied []resourcesv1alpha1.ObjectReference) error {
+	live := &resourcesv1alpha1.ManagedResource{}
+	if err := r.Source.Reader.Get(ctx, client.ObjectKeyFromObject(mr), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ahead := WriteAhead(live.Status.Resources, applied)
+	if ahead == nil {
+		return nil
+	}
+	_, err := r.Source.Writer.PatchStatus(ctx, live, func() { live.Status.Resources = ahead })
 	return err
 }
 

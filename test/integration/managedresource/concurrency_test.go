@@ -30,6 +30,8 @@ type createHook struct {
 	name          string
 	before, after func()
 	once          sync.Once
+	// done says the create ran.
+	done bool
 }
 
 func (c *createHook) wrap(cfg *rest.Config) {
@@ -54,6 +56,7 @@ func (c *createHook) wrap(cfg *rest.Config) {
 					c.before()
 				}
 				resp, err = next.RoundTrip(req)
+				c.done = true
 				if c.after != nil {
 					c.after()
 				}
@@ -64,6 +67,17 @@ func (c *createHook) wrap(cfg *rest.Config) {
 			return resp, err
 		})
 	})
+}
+
+// operated asks for a reconcile with Gardener's operation annotation, as an operator does, and
+// returns the ManagedResource to send: its event passes the predicate, whatever else changed.
+func operated(t *testing.T, mr *resourcesv1alpha1.ManagedResource) *resourcesv1alpha1.ManagedResource {
+	t.Helper()
+	fresh := get(t, mr)
+	patch := client.MergeFrom(fresh.DeepCopy())
+	metav1.SetMetaDataAnnotation(&fresh.ObjectMeta, "gardener.cloud/operation", "reconcile")
+	require.NoError(t, seed.Client.Patch(context.Background(), fresh, patch))
+	return fresh
 }
 
 func inShoot(t *testing.T, ns, name string) bool {
@@ -125,7 +139,8 @@ func TestObjectAddedWhileTheDeletionBeginsIsDeleted(t *testing.T) {
 		assert.Contains(t, recorded, "added", "written ahead of its create")
 		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
 	}
-	h.Send("update", mr)
+	h.Send("update", operated(t, mr))
+	require.True(t, hook.done, "the reconcile created the added object")
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{}))
 	}, 5*time.Second, 50*time.Millisecond)
@@ -139,4 +154,40 @@ func TestWriteAhead(t *testing.T) {
 	}
 	assert.Nil(t, managedresource.WriteAhead([]resourcesv1alpha1.ObjectReference{ref("a"), ref("b")}, []resourcesv1alpha1.ObjectReference{ref("b")}), "nothing new: no write")
 	assert.Equal(t, []resourcesv1alpha1.ObjectReference{ref("a"), ref("c")}, managedresource.WriteAhead([]resourcesv1alpha1.ObjectReference{ref("a")}, []resourcesv1alpha1.ObjectReference{ref("c"), ref("a")}))
+}
+
+// Two replicas, two specs: A1 decided on the Secret's older data (an object "dropped" wanted) and
+// creates it after A2, on the newer data, found it stale, deleted it and wrote a status without
+// it. A1's status write conflicts; it names the object again, so that the reconcile from live
+// state that follows deletes it as stale (issue case 3; before, later reconciles computed "stale"
+// from A2's status and never deleted it).
+func TestObjectOfAnOlderSpecCreatedLateIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, shootA)
+	secret, mr := manifest(t, ns, "respec", map[string]string{"objects.yaml": configMap(ns, "kept", "a")})
+	a2 := singleTarget(t)
+	a2.Send("add", mr)
+	require.True(t, inShoot(t, ns, "kept"))
+
+	// The Secret's data changed in place: "dropped" is wanted, then, while A1 creates it, no more.
+	secret.Data["objects.yaml"] = []byte(docs(configMap(ns, "kept", "a"), configMap(ns, "dropped", "b")))
+	require.NoError(t, seed.Client.Update(ctx, secret))
+	hook := &createHook{name: "dropped"}
+	a1 := singleTarget(t, functiontest.WithTargetRESTConfig(hook.wrap))
+	hook.before = func() {
+		fresh := &corev1.Secret{}
+		require.NoError(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(secret), fresh))
+		fresh.Data["objects.yaml"] = []byte(configMap(ns, "kept", "a"))
+		require.NoError(t, seed.Client.Update(ctx, fresh))
+		a2.Send("update", operated(t, mr))
+	}
+	a1.Send("update", operated(t, mr))
+	require.True(t, hook.done, "A1 created the object of the older spec")
+	assert.False(t, inShoot(t, ns, "dropped"), "the object of the older spec is deleted")
+	assert.True(t, inShoot(t, ns, "kept"))
+	var named []string
+	for _, r := range get(t, mr).Status.Resources {
+		named = append(named, r.Name)
+	}
+	assert.Equal(t, []string{"kept"}, named)
 }

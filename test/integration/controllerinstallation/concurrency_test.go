@@ -1,18 +1,13 @@
 package controllerinstallation_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/rest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
@@ -34,33 +29,17 @@ func TestUninstallWaitsForTheInstallInFlight(t *testing.T) {
 	ci := a.chain(t, "provider-race", gardencorev1beta1.HelmControllerDeployment{Chart: archive})
 
 	var bCode int
-	var once sync.Once
-	hold := func(cfg *rest.Config) {
-		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-			return testenv.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
-				if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/configmaps") && req.Body != nil {
-					body, err := io.ReadAll(req.Body)
-					if err != nil {
-						return nil, err
-					}
-					req.Body = io.NopCloser(bytes.NewReader(body))
-					if bytes.Contains(body, []byte("provider-race-config")) {
-						once.Do(func() {
-							require.NoError(t, garden.Client.Delete(ctx, get(t, ci)))
-							b := functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
-								functiontest.WithTarget(seed), functiontest.WithConfig(a.config))
-							bCode, _ = b.Post(b.Event("update", get(t, ci)))
-						})
-					}
-				}
-				return next.RoundTrip(req)
-			})
-		})
-	}
+	hold := &testenv.Create{Resource: "configmaps", Name: "provider-race-config", Before: func() {
+		require.NoError(t, garden.Client.Delete(ctx, get(t, ci)))
+		b := functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
+			functiontest.WithTarget(seed), functiontest.WithConfig(a.config))
+		bCode, _ = b.Post(b.Event("update", get(t, ci)))
+	}}
 	a.Harness = functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
-		functiontest.WithTarget(seed), functiontest.WithConfig(a.config), functiontest.WithTargetRESTConfig(hold))
+		functiontest.WithTarget(seed), functiontest.WithConfig(a.config), functiontest.WithTargetRESTConfig(testenv.Interleave(hold)))
 	code, body := a.Post(a.Event("add", ci))
 	assert.Equal(t, http.StatusOK, code, body)
+	require.True(t, hold.Done(), "A's install reached its chart's ConfigMap")
 	assert.Equal(t, http.StatusServiceUnavailable, bCode, "B waits for A's install: the installation's lock is taken")
 
 	_, err = seedRelease(t, "extension-provider-race", "provider-race")

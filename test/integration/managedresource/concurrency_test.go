@@ -1,12 +1,7 @@
 package managedresource_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,58 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
-
-// createHook runs around the target's creates of a ConfigMap named name: before, until it
-// returns, the create is held; after, once the create is answered.
-type createHook struct {
-	name          string
-	before, after func()
-	once          sync.Once
-	// done says the create ran.
-	done bool
-}
-
-func (c *createHook) wrap(cfg *rest.Config) {
-	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			match := false
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/configmaps") && req.Body != nil {
-				body, err := io.ReadAll(req.Body)
-				if err != nil {
-					return nil, err
-				}
-				req.Body = io.NopCloser(bytes.NewReader(body))
-				match = bytes.Contains(body, []byte(`"name":"`+c.name+`"`))
-			}
-			if !match {
-				return next.RoundTrip(req)
-			}
-			var resp *http.Response
-			var err error
-			c.once.Do(func() {
-				if c.before != nil {
-					c.before()
-				}
-				resp, err = next.RoundTrip(req)
-				c.done = true
-				if c.after != nil {
-					c.after()
-				}
-			})
-			if resp == nil && err == nil {
-				return next.RoundTrip(req)
-			}
-			return resp, err
-		})
-	})
-}
 
 // operated asks for a reconcile with Gardener's operation annotation, as an operator does, and
 // returns the ManagedResource to send: its event passes the predicate, whatever else changed.
@@ -101,9 +50,9 @@ func TestCreateAfterTheDeletionIsUndone(t *testing.T) {
 	require.True(t, inShoot(t, ns, "late"))
 	require.NoError(t, shootA.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}))
 
-	hook := &createHook{name: "late"}
-	a := singleTarget(t, functiontest.WithTargetRESTConfig(hook.wrap))
-	hook.before = func() {
+	hook := &testenv.Create{Resource: "configmaps", Name: "late"}
+	a := singleTarget(t, functiontest.WithTargetRESTConfig(testenv.Interleave(hook)))
+	hook.Before = func() {
 		// Meanwhile, B: the ManagedResource is deleted and B completes the deletion.
 		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
 		b.Send("update", get(t, mr))
@@ -124,14 +73,14 @@ func TestObjectAddedWhileTheDeletionBeginsIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, shootA)
 	secret, mr := manifest(t, ns, "growing", map[string]string{"objects.yaml": configMap(ns, "old", "a")})
-	hook := &createHook{name: "added"}
-	h := singleTarget(t, functiontest.WithTargetRESTConfig(hook.wrap))
+	hook := &testenv.Create{Resource: "configmaps", Name: "added"}
+	h := singleTarget(t, functiontest.WithTargetRESTConfig(testenv.Interleave(hook)))
 	h.Send("add", mr)
 	require.True(t, inShoot(t, ns, "old"))
 
 	secret.Data["objects.yaml"] = []byte(docs(configMap(ns, "old", "a"), configMap(ns, "added", "b")))
 	require.NoError(t, seed.Client.Update(ctx, secret))
-	hook.after = func() {
+	hook.After = func() {
 		var recorded []string
 		for _, r := range get(t, mr).Status.Resources {
 			recorded = append(recorded, r.Name)
@@ -140,7 +89,7 @@ func TestObjectAddedWhileTheDeletionBeginsIsDeleted(t *testing.T) {
 		require.NoError(t, seed.Client.Delete(ctx, get(t, mr)))
 	}
 	h.Send("update", operated(t, mr))
-	require.True(t, hook.done, "the reconcile created the added object")
+	require.True(t, hook.Done(), "the reconcile created the added object")
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(mr), &resourcesv1alpha1.ManagedResource{}))
 	}, 5*time.Second, 50*time.Millisecond)
@@ -172,9 +121,9 @@ func TestObjectOfAnOlderSpecCreatedLateIsDeleted(t *testing.T) {
 	// The Secret's data changed in place: "dropped" is wanted, then, while A1 creates it, no more.
 	secret.Data["objects.yaml"] = []byte(docs(configMap(ns, "kept", "a"), configMap(ns, "dropped", "b")))
 	require.NoError(t, seed.Client.Update(ctx, secret))
-	hook := &createHook{name: "dropped"}
-	a1 := singleTarget(t, functiontest.WithTargetRESTConfig(hook.wrap))
-	hook.before = func() {
+	hook := &testenv.Create{Resource: "configmaps", Name: "dropped"}
+	a1 := singleTarget(t, functiontest.WithTargetRESTConfig(testenv.Interleave(hook)))
+	hook.Before = func() {
 		fresh := &corev1.Secret{}
 		require.NoError(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(secret), fresh))
 		fresh.Data["objects.yaml"] = []byte(configMap(ns, "kept", "a"))
@@ -182,7 +131,7 @@ func TestObjectOfAnOlderSpecCreatedLateIsDeleted(t *testing.T) {
 		a2.Send("update", operated(t, mr))
 	}
 	a1.Send("update", operated(t, mr))
-	require.True(t, hook.done, "A1 created the object of the older spec")
+	require.True(t, hook.Done(), "A1 created the object of the older spec")
 	assert.False(t, inShoot(t, ns, "dropped"), "the object of the older spec is deleted")
 	assert.True(t, inShoot(t, ns, "kept"))
 	var named []string

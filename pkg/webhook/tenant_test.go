@@ -206,22 +206,19 @@ func TestServeRoutesAndAuthenticatesTenants(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// Unknown tenants are answered by the server in the kind and version of the review asked.
-func TestServeAnswersUnknownTenants(t *testing.T) {
-	called := false
-	admissionWebhook := Webhook{Name: "admit", Path: "/webhooks/admit", Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })}
-	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
-	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(t, "https://127.0.0.1:1", nil), Scheme: kubernetesscheme.Scheme})
-	require.NoError(t, err)
+// serveTenants serves the webhooks for the tenants until the test ends and returns a poster of
+// JSON bodies to the server that answers the status and the decoded answer.
+func serveTenants(t *testing.T, tenants *clients.Clients, webhooks ...Webhook) func(path, body string) (int, map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	addrs := make(chan net.Addr, 1)
 	go func() {
 		_ = Serve(ctx, ServeOptions{Addr: "127.0.0.1:0", RequestTimeout: time.Second, ShutdownTimeout: time.Second, Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants},
-			[]Webhook{admissionWebhook, authz}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+			webhooks, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	}()
 	addr := (<-addrs).String()
-	post := func(path, body string) (int, map[string]any) {
+	return func(path, body string) (int, map[string]any) {
 		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -229,6 +226,16 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
+}
+
+// Unknown tenants are answered by the server in the kind and version of the review asked.
+func TestServeAnswersUnknownTenants(t *testing.T) {
+	called := false
+	admissionWebhook := Webhook{Name: "admit", Path: "/webhooks/admit", Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })}
+	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
+	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(t, "https://127.0.0.1:1", nil), Scheme: kubernetesscheme.Scheme})
+	require.NoError(t, err)
+	post := serveTenants(t, tenants, admissionWebhook, authz)
 
 	// The call fails with the reason as a Status: the kube-apiserver applies the registration's
 	// failure policy (a fail-closed webhook rejects with it, a best-effort one is skipped).
@@ -271,22 +278,7 @@ func TestServeAppliesTenantsSettings(t *testing.T) {
 	admit.appliesTo = (*tenant.Settings).HasWorkers
 	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { seen = append(seen, "authz") }), slog.New(slog.DiscardHandler))
 	authz.appliesTo = (*tenant.Settings).HasWorkers
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrs := make(chan net.Addr, 1)
-	go func() {
-		_ = Serve(ctx, ServeOptions{Addr: "127.0.0.1:0", RequestTimeout: time.Second, ShutdownTimeout: time.Second, Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants},
-			[]Webhook{admit, authz}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	}()
-	addr := (<-addrs).String()
-	post := func(path, body string) (int, map[string]any) {
-		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out
-	}
+	post := serveTenants(t, tenants, admit, authz)
 	const review = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","object":{"apiVersion":"v1","kind":"Pod"}}}`
 	const sar = `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`
 

@@ -201,24 +201,31 @@ func TestTenantClientsAreSeparate(t *testing.T) {
 	assert.True(t, err != nil && client.IgnoreNotFound(err) == nil, "the seed (no tenant) does not see it either: %v", err)
 }
 
+// runsNode creates the Machine in the shoot's control-plane namespace of the seed that runs the
+// Node, and the Node in the shoot, both deleted when the test ends.
+func runsNode(t *testing.T, s *shoot, machineName, nodeName string) {
+	t.Helper()
+	ctx := context.Background()
+	machine := &unstructured.Unstructured{}
+	machine.SetAPIVersion("machine.sapcloud.io/v1alpha1")
+	machine.SetKind("Machine")
+	machine.SetNamespace(string(s.tenant))
+	machine.SetName(machineName)
+	machine.SetLabels(map[string]string{"node": nodeName})
+	require.NoError(t, seed.Client.Create(ctx, machine))
+	t.Cleanup(func() { assert.NoError(t, seed.Client.Delete(context.Background(), machine)) })
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	require.NoError(t, s.env.Client.Create(ctx, node))
+	t.Cleanup(func() { assert.NoError(t, s.env.Client.Delete(context.Background(), node)) })
+}
+
 // The node-agent authorizer reads a node agent's Machine in its tenant's control-plane
 // namespace of the seed and its Node in its tenant's shoot: the same machine name is a
 // different Node in each shoot.
 func TestNodeAgentsAreAuthorizedByTheirTenantsMachine(t *testing.T) {
 	ctx := context.Background()
 	for _, s := range []*shoot{shootA, shootB} {
-		nodeName := "node-of-" + string(s.tenant)
-		machine := &unstructured.Unstructured{}
-		machine.SetAPIVersion("machine.sapcloud.io/v1alpha1")
-		machine.SetKind("Machine")
-		machine.SetNamespace(string(s.tenant))
-		machine.SetName("machine-1")
-		machine.SetLabels(map[string]string{"node": nodeName})
-		require.NoError(t, seed.Client.Create(ctx, machine))
-		t.Cleanup(func() { assert.NoError(t, seed.Client.Delete(context.Background(), machine)) })
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
-		require.NoError(t, s.env.Client.Create(ctx, node))
-		t.Cleanup(func() { assert.NoError(t, s.env.Client.Delete(context.Background(), node)) })
+		runsNode(t, s, "machine-1", "node-of-"+string(s.tenant))
 	}
 	getNode := func(s *shoot, node string) authorizationv1.SubjectAccessReviewStatus {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -15,7 +15,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -169,18 +168,7 @@ func TestEachShootsPodsGetItsOwnAnswers(t *testing.T) {
 func TestNodeAgentsPodListsFollowTheShootsFeatureGate(t *testing.T) {
 	ctx := context.Background()
 	for _, s := range shoots {
-		nodeName := "lister-node"
-		machine := &unstructured.Unstructured{}
-		machine.SetAPIVersion("machine.sapcloud.io/v1alpha1")
-		machine.SetKind("Machine")
-		machine.SetNamespace(string(s.tenant))
-		machine.SetName("lister")
-		machine.SetLabels(map[string]string{"node": nodeName})
-		require.NoError(t, seed.Client.Create(ctx, machine))
-		t.Cleanup(func() { assert.NoError(t, seed.Client.Delete(context.Background(), machine)) })
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
-		require.NoError(t, s.env.Client.Create(ctx, node))
-		t.Cleanup(func() { assert.NoError(t, s.env.Client.Delete(context.Background(), node)) })
+		runsNode(t, s, "lister", "lister-node")
 	}
 	listPods := func(s *shoot) authorizationv1.SubjectAccessReviewStatus {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

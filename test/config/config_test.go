@@ -408,3 +408,23 @@ func TestEveryTriggerHasItsServices(t *testing.T) {
 		}
 	}
 }
+
+// Every Knative Service of config/ is reachable only inside the cluster: the functions take
+// events from the Broker, the webhooks and the authorizer are called by the kube-apiservers
+// of the seed and its shoots by cluster-local URL. An external route would let whoever
+// reaches Knative's ingress send events or ask authorization questions about a seed's shoots.
+func TestEveryKnativeServiceIsClusterLocal(t *testing.T) {
+	var found int
+	for _, m := range manifests(t) {
+		for _, u := range m.objs {
+			if u.GetAPIVersion() != "serving.knative.dev/v1" || u.GetKind() != "Service" {
+				continue
+			}
+			found++
+			if got := u.GetLabels()["networking.knative.dev/visibility"]; got != "cluster-local" {
+				t.Errorf("%s: %s has an external route (networking.knative.dev/visibility %q)", m.file, describe(u), got)
+			}
+		}
+	}
+	require.NotZero(t, found, "config/ deploys no Knative Service")
+}

@@ -3,7 +3,7 @@
 // adapter in a ContainerSource of ours, sources/clusters), in Resource mode so that predicates
 // run on the event alone; one Broker they all send to; one Trigger per
 // function, filtering on the events' kind, apiversion and cluster (and, for pings, the function)
-// with a retry and dead-letter delivery policy; one PingSource per sweep, sent through the same
+// with the Broker's retry and dead-letter delivery policy; one PingSource per sweep, sent through the same
 // Broker. hack/genconfig writes Objects into config/; the local landscape runs the very same
 // objects through Knative's real adapters and Trigger filters.
 package sources
@@ -24,11 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/eventing/pkg/adapter/apiserver"
-	eventingduckv1 "knative.dev/eventing/pkg/apis/duck/v1"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
-	"knative.dev/pkg/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
@@ -41,19 +39,12 @@ const (
 	Namespace = "gardener-knative"
 	// Broker is the one Broker every source sends to.
 	Broker = "gardener-knative"
-	// BrokerClass is the Broker's class (eventing.knative.dev/broker.class).
-	BrokerClass = "MTChannelBasedBroker"
 	// FunctionExtension is the CloudEvents extension a function's PingSources set to its name,
 	// so that its Trigger lets its ticks through.
 	FunctionExtension = "function"
 	// DeadLetter is the Knative Service that receives what the Broker could not deliver after
 	// its retries (sources/deadletter): it logs and counts each event for operators.
 	DeadLetter = "dead-letter"
-	// Retries and BackoffDelay are each Trigger's delivery policy: exponential backoff from
-	// 200ms, five retries (about 6s in all), then the dead-letter sink. Sweeps catch up on
-	// whatever is dead-lettered.
-	Retries      = 5
-	BackoffDelay = "PT0.2S"
 )
 
 // SourceName is the name of the event source of cluster c (a ContainerSource running
@@ -87,14 +78,18 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 			return nil, fmt.Errorf("function %s watches its Target %s: config/ runs one target source per seed for the functions deployed per seed", fn.Name, fn.DeploymentMode())
 		}
 	}
-	return ObjectsFor(fns, function.PerSeed)
+	return ObjectsFor(fns, function.PerSeed, DefaultPlumbing())
 }
 
 // ObjectsFor is Objects for the functions' Targets served in mode: per seed and single-target,
 // the target-clusters source watches the Target kinds (every tenant, or TARGET_KUBECONFIG's
 // cluster); in seed mode the Source is the Target, so the Source's source watches them too and
-// the Triggers take them from it (cluster=source).
-func ObjectsFor(fns []*function.Function, mode function.Mode) ([]client.Object, error) {
+// the Triggers take them from it (cluster=source). The Broker is of plumbing's class and
+// carries its delivery, which every Trigger inherits.
+func ObjectsFor(fns []*function.Function, mode function.Mode, plumbing Plumbing) ([]client.Object, error) {
+	if err := plumbing.Validate(); err != nil {
+		return nil, fmt.Errorf("event plumbing: %w", err)
+	}
 	var errs []error
 	names := map[string]bool{}
 	for _, fn := range fns {
@@ -114,9 +109,12 @@ func ObjectsFor(fns []*function.Function, mode function.Mode) ([]client.Object, 
 		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker"},
 		ObjectMeta: objectMeta("eventing", Broker),
 	}
-	// Knative's channel-based Broker, which every Eventing installation has; docs/deployment.md
-	// says when to choose another class (and its channel) for production.
-	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: BrokerClass}
+	// docs/deployment.md says what durability each class (and channel) gives.
+	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: plumbing.BrokerClass}
+	broker.Spec = eventingv1.BrokerSpec{Config: plumbing.BrokerConfig, Delivery: plumbing.Delivery()}
+	if err := broker.Validate(ctx); err != nil {
+		return nil, fmt.Errorf("broker is invalid: %w", err)
+	}
 	objs := []client.Object{broker}
 	for _, c := range []function.Cluster{function.Source, function.Target} {
 		if watches := watchedResources(fns, c, mode); len(watches) > 0 {
@@ -389,7 +387,6 @@ func triggerOf(fn *function.Function, mode function.Mode) *eventingv1.Trigger {
 	if len(fn.Sweeps) > 0 {
 		any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{"type": function.PingEventType, FunctionExtension: fn.Name}})
 	}
-	backoff := eventingduckv1.BackoffPolicyExponential
 	meta := objectMeta(fn.Name, fn.Name)
 	// Knative's defaulting labels a Trigger with its Broker; set here, what is applied is what runs.
 	meta.Labels["eventing.knative.dev/broker"] = Broker
@@ -400,14 +397,7 @@ func triggerOf(fn *function.Function, mode function.Mode) *eventingv1.Trigger {
 			Broker:     Broker,
 			Filters:    []eventingv1.SubscriptionsAPIFilter{{Any: any}},
 			Subscriber: duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: fn.Name}},
-			Delivery: &eventingduckv1.DeliverySpec{
-				Retry:         ptr.Int32(Retries),
-				BackoffPolicy: &backoff,
-				BackoffDelay:  ptr.String(BackoffDelay),
-				DeadLetterSink: &duckv1.Destination{
-					Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: DeadLetter},
-				},
-			},
+			// No delivery of its own: the Broker's (Plumbing) applies, one place to choose it.
 		},
 	}
 }

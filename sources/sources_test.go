@@ -230,7 +230,7 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 	}
 	require.NotNil(t, targetRole, "the target source finds and reaches the tenants in the seed")
 
-	seedMode, err := sources.ObjectsFor(fns, function.SeedMode)
+	seedMode, err := sources.ObjectsFor(fns, function.SeedMode, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	seedSources := byKind[*sourcesv1.ContainerSource](seedMode)
 	require.Len(t, seedSources, 1)
@@ -256,7 +256,7 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 	env = containerEnv(byKind[*sourcesv1.ContainerSource](objs)[1])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"namespaces"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`, env["K_REFERENCES_CONFIG"])
-	seedMode, err = sources.ObjectsFor(confidential, function.SeedMode)
+	seedMode, err = sources.ObjectsFor(confidential, function.SeedMode, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	env = containerEnv(byKind[*sourcesv1.ContainerSource](seedMode)[0])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`, env["K_REFERENCES_CONFIG"])

@@ -8,6 +8,11 @@
 //	go run ./hack/genconfig
 //
 // With -check it writes nothing and fails when config/ is out of date.
+//
+// The Broker's class, config and delivery are flags (docs/deployment.md, "The Broker"); their
+// defaults are what config/ ships (sources.DefaultPlumbing), e.g. for a Kafka Broker:
+//
+//	go run ./hack/genconfig -broker-class Kafka -broker-config v1/ConfigMap/knative-eventing/kafka-broker-config
 package main
 
 import (
@@ -16,23 +21,40 @@ import (
 	"os"
 	"path/filepath"
 
+	eventingduckv1 "knative.dev/eventing/pkg/apis/duck/v1"
+
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 func main() {
 	dir := flag.String("dir", "config", "directory to write the generated manifests into")
 	docs := flag.String("docs", "docs/functions", "directory to write the generated functions table into")
 	check := flag.Bool("check", false, "only check that the directory is up to date")
+	plumbing := sources.DefaultPlumbing()
+	flag.StringVar(&plumbing.BrokerClass, "broker-class", plumbing.BrokerClass, "the Broker's class (eventing.knative.dev/broker.class)")
+	flag.Func("broker-config", "the Broker's spec.config, <apiVersion>/<kind>/<namespace>/<name> (default: the class's default)", func(s string) error {
+		ref, err := sources.ParseReference(s)
+		plumbing.BrokerConfig = ref
+		return err
+	})
+	retries := flag.Int("retries", int(plumbing.Retries), "retries of a delivery before the dead-letter sink")
+	flag.Func("backoff-policy", "exponential or linear (default "+string(plumbing.BackoffPolicy)+")", func(s string) error {
+		plumbing.BackoffPolicy = eventingduckv1.BackoffPolicyType(s)
+		return nil
+	})
+	flag.StringVar(&plumbing.BackoffDelay, "backoff-delay", plumbing.BackoffDelay, "the first retry's delay, an ISO 8601 duration")
 	flag.Parse()
-	if err := run(*dir, *docs, *check); err != nil {
+	plumbing.Retries = int32(*retries)
+	if err := run(*dir, *docs, *check, plumbing); err != nil {
 		fmt.Fprintln(os.Stderr, "genconfig:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, docs string, check bool) error {
-	files, err := configgen.Generate(functions.All)
+func run(dir, docs string, check bool, plumbing sources.Plumbing) error {
+	files, err := configgen.Generate(functions.All, plumbing)
 	if err != nil {
 		return err
 	}

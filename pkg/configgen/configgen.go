@@ -38,19 +38,21 @@ type File struct {
 
 // Generate returns the generated files of the registry: the event plumbing of every function
 // (eventing.yaml), each function's RBAC and Knative Service (<name>.yaml), and the CRDs
-// config/ ships (CRDsFile).
-func Generate(fns []*function.Function) ([]File, error) {
-	objs, err := sources.Objects(fns)
+// config/ ships (CRDsFile). The Broker's class, config and delivery are plumbing's.
+func Generate(fns []*function.Function, plumbing sources.Plumbing) ([]File, error) {
+	objs, err := sources.ObjectsFor(fns, function.PerSeed, plumbing)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
 	buf.WriteString(Header + "\n")
 	buf.WriteString("# The event plumbing of every function, derived from the registry (functions/registry.go):\n")
-	buf.WriteString("# the Broker; one source per cluster watching the union of the functions' kinds, a ContainerSource\n")
-	buf.WriteString("# running Knative's ApiServerSource adapter on every namespace (the Source) or every shoot of the\n")
-	buf.WriteString("# seed (the Target), with its ServiceAccount and RBAC; one Trigger per function, one PingSource\n")
-	buf.WriteString("# per sweep, and the dead-letter sink. Regenerate with `go run ./hack/genconfig` after changing a declaration.\n")
+	buf.WriteString("# the Broker, whose class, config and delivery (which every Trigger inherits) are the operator's\n")
+	buf.WriteString("# choice (docs/deployment.md, \"The Broker\"); one source per cluster watching the union of the\n")
+	buf.WriteString("# functions' kinds, a ContainerSource running Knative's ApiServerSource adapter on every namespace\n")
+	buf.WriteString("# (the Source) or every shoot of the seed (the Target), with its ServiceAccount and RBAC; one\n")
+	buf.WriteString("# Trigger per function, one PingSource per sweep, and the dead-letter sink. Regenerate with\n")
+	buf.WriteString("# `go run ./hack/genconfig` after changing a declaration.\n")
 	for _, obj := range append(objs, DeadLetterService()) {
 		doc, err := Marshal(obj)
 		if err != nil {

@@ -47,7 +47,7 @@ func demo() *function.Function {
 // The function's own file holds its ServiceAccount, exactly its declared rules, and its Knative
 // Service running as that ServiceAccount with the image ko builds from functions/<name>.
 func TestFunctionFile(t *testing.T) {
-	files, err := configgen.Generate([]*function.Function{demo()})
+	files, err := configgen.Generate([]*function.Function{demo()}, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	require.Len(t, files, 3)
 	require.Equal(t, configgen.EventingFile, files[0].Name)
@@ -108,7 +108,7 @@ func TestTargetKubeconfig(t *testing.T) {
 // The YAML holds exactly the objects: decoding it gives them back, with no status and no
 // creationTimestamp noise.
 func TestEventingRoundTrip(t *testing.T) {
-	files, err := configgen.Generate([]*function.Function{demo()})
+	files, err := configgen.Generate([]*function.Function{demo()}, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	content := files[0].Content
 	require.True(t, strings.HasPrefix(string(content), configgen.Header+"\n"))
@@ -166,11 +166,11 @@ func documents(t *testing.T, data []byte) [][]byte {
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	a, err := configgen.Generate(functions.All)
+	a, err := configgen.Generate(functions.All, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	require.Len(t, a, 2+len(functions.All))
 	for range 5 {
-		b, err := configgen.Generate(functions.All)
+		b, err := configgen.Generate(functions.All, sources.DefaultPlumbing())
 		require.NoError(t, err)
 		require.Equal(t, a, b)
 	}
@@ -197,7 +197,9 @@ func TestKnativeDefaultsChangeNothing(t *testing.T) {
 		case *sourcesv1.PingSource:
 			refs = append(refs, d.Spec.Sink.Ref)
 		case *eventingv1.Trigger:
-			refs = append(refs, d.Spec.Subscriber.Ref, d.Spec.Delivery.DeadLetterSink.Ref)
+			refs = append(refs, d.Spec.Subscriber.Ref)
+		case *eventingv1.Broker:
+			refs = append(refs, d.Spec.Delivery.DeadLetterSink.Ref)
 		}
 		for _, ref := range refs {
 			if ref != nil && ref.Namespace != "" {
@@ -214,7 +216,7 @@ func TestKnativeDefaultsChangeNothing(t *testing.T) {
 
 func TestWriteAndDiff(t *testing.T) {
 	dir := t.TempDir()
-	files, err := configgen.Generate([]*function.Function{demo()})
+	files, err := configgen.Generate([]*function.Function{demo()}, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	handWritten := filepath.Join(dir, "hand.yaml")
 	require.NoError(t, os.WriteFile(handWritten, []byte("# hand-written\n"), 0o644))
@@ -237,7 +239,7 @@ func TestWriteAndDiff(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "eventing.yaml"), append(files[0].Content, "# edited\n"...), 0o644))
 	other := demo()
 	other.Name = "other"
-	only, err := configgen.Generate([]*function.Function{other})
+	only, err := configgen.Generate([]*function.Function{other}, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	problems, err = configgen.Diff(dir, only)
 	require.NoError(t, err)

@@ -16,11 +16,13 @@ import (
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	"knative.dev/eventing/pkg/eventfilter"
 	"knative.dev/eventing/pkg/eventfilter/subscriptionsapi"
+	"knative.dev/eventing/pkg/kncloudevents"
 )
 
 // Broker stands in for a Knative Broker on one machine: it accepts the sources' events, and
 // delivers each to every Trigger whose filters pass it (Knative's own subscriptionsapi filters),
-// with the Trigger's delivery policy: exponential retries on the codes Knative's dispatcher
+// with the Trigger's delivery policy, or the Broker's where the Trigger has none (as Knative's
+// Trigger reconciler chooses): retries with Knative's own backoff on the codes its dispatcher
 // retries, then the dead letter (here: a log line and a count).
 type Broker struct {
 	routes []route
@@ -36,17 +38,30 @@ type route struct {
 	trigger *eventingv1.Trigger
 	filter  eventfilter.Filter
 	sink    string
+	retry   kncloudevents.RetryConfig
 }
 
-// NewBroker routes by triggers to the sinks of their subscribers (Knative Service name → URL).
-func NewBroker(triggers []*eventingv1.Trigger, sinks map[string]string, log *zap.SugaredLogger) (*Broker, error) {
+// NewBroker routes by the triggers of broker to the sinks of their subscribers (Knative Service
+// name → URL).
+func NewBroker(broker *eventingv1.Broker, triggers []*eventingv1.Trigger, sinks map[string]string, log *zap.SugaredLogger) (*Broker, error) {
 	b := &Broker{log: log, client: &http.Client{Timeout: 30 * time.Second}}
 	for _, t := range triggers {
 		sink, ok := sinks[t.Spec.Subscriber.Ref.Name]
 		if !ok {
 			return nil, fmt.Errorf("trigger %s: no sink for %s", t.Name, t.Spec.Subscriber.Ref.Name)
 		}
-		b.routes = append(b.routes, route{trigger: t, filter: subscriptionsapi.CreateSubscriptionsAPIFilters(log.Desugar(), t.Spec.Filters), sink: sink})
+		delivery := t.Spec.Delivery
+		if delivery == nil && broker != nil {
+			delivery = broker.Spec.Delivery
+		}
+		retry := kncloudevents.NoRetries()
+		if delivery != nil {
+			var err error
+			if retry, err = kncloudevents.RetryConfigFromDeliverySpec(*delivery); err != nil {
+				return nil, fmt.Errorf("trigger %s: %w", t.Name, err)
+			}
+		}
+		b.routes = append(b.routes, route{trigger: t, filter: subscriptionsapi.CreateSubscriptionsAPIFilters(log.Desugar(), t.Spec.Filters), sink: sink, retry: retry})
 	}
 	return b, nil
 }
@@ -75,7 +90,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	for _, r := range b.routes {
-		if r.filter.Filter(req.Context(), *event) != eventfilter.PassFilter {
+		if r.filter.Filter(req.Context(), *event) == eventfilter.FailFilter { // as Knative: no filter passes
 			continue
 		}
 		b.wg.Add(1)
@@ -90,15 +105,10 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (b *Broker) deliver(r route, event cloudevents.Event) {
-	d := r.trigger.Spec.Delivery
-	retries, delay := 0, 200*time.Millisecond
-	if d != nil && d.Retry != nil {
-		retries = int(*d.Retry)
-	}
 	var lastErr error
-	for attempt := 0; attempt <= retries; attempt++ {
+	for attempt := 0; attempt <= r.retry.RetryMax; attempt++ {
 		if attempt > 0 {
-			time.Sleep(delay << (attempt - 1))
+			time.Sleep(r.retry.Backoff(attempt-1, nil))
 		}
 		code, err := b.send(r.sink, event)
 		if err == nil && code >= 200 && code < 300 {

@@ -92,7 +92,7 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 	if mode == "" {
 		mode = function.PerSeed
 	}
-	objs, err := sources.ObjectsFor(fns, mode)
+	objs, err := sources.ObjectsFor(fns, mode, sources.DefaultPlumbing())
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +100,17 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 	if err != nil {
 		return nil, err
 	}
+	var spec *eventingv1.Broker
 	var triggers []*eventingv1.Trigger
 	for _, obj := range objs {
-		if t, ok := obj.(*eventingv1.Trigger); ok {
-			triggers = append(triggers, t)
+		switch o := obj.(type) {
+		case *eventingv1.Broker:
+			spec = o
+		case *eventingv1.Trigger:
+			triggers = append(triggers, o)
 		}
 	}
-	broker, err := NewBroker(triggers, opts.Sinks, opts.Logger)
+	broker, err := NewBroker(spec, triggers, opts.Sinks, opts.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 const (
@@ -166,7 +167,7 @@ func goOutput(dir string, extraEnv []string, args ...string) (string, error) {
 
 // The generated files are what the generator makes of the registry today.
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
-	files, err := configgen.Generate(functions.All)
+	files, err := configgen.Generate(functions.All, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	problems, err := configgen.Diff(configDir, files)
 	require.NoError(t, err)
@@ -383,11 +384,11 @@ func TestKoReferencesNameMainPackages(t *testing.T) {
 	require.NotZero(t, found, "config/ refers to no ko:// image")
 }
 
-// Every Trigger sends to Knative Services that config/ deploys: its function's and the
-// dead-letter sink.
+// Every Trigger sends to Knative Services that config/ deploys: its function's, and on failure
+// the dead-letter sink of the Broker's delivery, which it inherits (it sets none of its own).
 func TestEveryTriggerHasItsServices(t *testing.T) {
 	services := map[string]bool{}
-	var triggers []*unstructured.Unstructured
+	var triggers, brokers []*unstructured.Unstructured
 	for _, m := range manifests(t) {
 		for _, u := range m.objs {
 			switch {
@@ -395,16 +396,27 @@ func TestEveryTriggerHasItsServices(t *testing.T) {
 				services[u.GetNamespace()+"/"+u.GetName()] = true
 			case u.GetKind() == "Trigger":
 				triggers = append(triggers, u)
+			case u.GetKind() == "Broker":
+				brokers = append(brokers, u)
 			}
 		}
 	}
 	require.Len(t, triggers, len(functions.All), "one Trigger per function")
+	require.Len(t, brokers, 1, "one Broker")
+	refersTo := func(what string, u *unstructured.Unstructured, path ...string) {
+		name, _, _ := unstructured.NestedString(u.Object, path...)
+		if !services[u.GetNamespace()+"/"+name] {
+			t.Errorf("%s %s: %s names Service %s/%s, which config/ does not deploy", what, u.GetName(), strings.Join(path, "."), u.GetNamespace(), name)
+		}
+	}
+	refersTo("Broker", brokers[0], "spec", "delivery", "deadLetterSink", "ref", "name")
 	for _, tr := range triggers {
-		for _, path := range [][]string{{"spec", "subscriber", "ref", "name"}, {"spec", "delivery", "deadLetterSink", "ref", "name"}} {
-			name, _, _ := unstructured.NestedString(tr.Object, path...)
-			if !services[tr.GetNamespace()+"/"+name] {
-				t.Errorf("Trigger %s: %s names Service %s/%s, which config/ does not deploy", tr.GetName(), strings.Join(path, "."), tr.GetNamespace(), name)
-			}
+		refersTo("Trigger", tr, "spec", "subscriber", "ref", "name")
+		if _, has, _ := unstructured.NestedMap(tr.Object, "spec", "delivery"); has {
+			t.Errorf("Trigger %s has a delivery of its own: the Broker's is the one place to choose it", tr.GetName())
+		}
+		if broker, _, _ := unstructured.NestedString(tr.Object, "spec", "broker"); broker != sources.Broker {
+			t.Errorf("Trigger %s subscribes to Broker %q, not %q", tr.GetName(), broker, sources.Broker)
 		}
 	}
 }

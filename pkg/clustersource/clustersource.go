@@ -161,8 +161,11 @@ func (s *source) discover(ctx context.Context) {
 	}
 	present := map[tenant.Name]bool{}
 	for _, t := range names {
-		present[t] = true
 		access, err := s.opts.Tenants.Config(ctx, t)
+		if clients.IsNotEnrolled(err) {
+			continue // un-enrolled since the LIST (its client was cached before): stopped below
+		}
+		present[t] = true
 		if err != nil {
 			// Unknown (not enrolled yet, no token yet) or transient: looked at again next time.
 			s.metrics.unreachable.Inc()

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
@@ -328,10 +330,17 @@ type Result struct {
 // access to the tenant's namespace in the seed (TenantAccess), then the registrations that apply
 // to its shoot, read and applied as the servers do: the tenant's settings from its Cluster, the
 // shoot reached with the tenant's own access Secrets (the shoot's gardener-resource-manager).
+//
+// The tenant's Cluster is labelled enrolled (tenant.EnrolledLabel) first: from then on the
+// seed's functions and webhook servers serve the tenant, within the servers' unknown-tenant TTL
+// (10 s) and the sources' discovery interval (docs/cutover.md).
 func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamespace string, opts Options) (*Result, error) {
 	access := TenantAccess(t, serversNamespace)
 	if err := apply(ctx, seed, access); err != nil {
 		return nil, fmt.Errorf("tenant access in the seed: %w", err)
+	}
+	if err := markEnrolled(ctx, seed, t, true); err != nil {
+		return nil, err
 	}
 	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme, SharedMapper: seed.RESTMapper()})
 	if err != nil {
@@ -360,4 +369,54 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 		return nil, err
 	}
 	return result, nil
+}
+
+// Unenrol hands tenant t back to gardenlet's own resource manager: the registrations of ours are
+// deleted from its shoot (reached while it is still enrolled), then the label is removed from
+// its Cluster, and last the servers' access to its namespace. The functions and webhooks stop
+// serving it within the discovery interval of the sources and TENANT_CACHE_TTL of the processes
+// that had its client (docs/cutover.md). It returns what it deleted from the shoot.
+func Unenrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamespace string) ([]string, error) {
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme, SharedMapper: seed.RESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	shoot, err := tenants.Client(ctx, t)
+	switch {
+	case err == nil:
+		if deleted, err = Apply(ctx, shoot, nil); err != nil {
+			return nil, fmt.Errorf("registrations in the shoot of %s: %w", t, err)
+		}
+	case !clients.IsNotEnrolled(err):
+		return nil, err
+	}
+	if err := markEnrolled(ctx, seed, t, false); err != nil {
+		return nil, err
+	}
+	if err := seed.Delete(ctx, TenantAccess(t, serversNamespace)); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("tenant access in the seed: %w", err)
+	}
+	return deleted, nil
+}
+
+// markEnrolled sets or removes tenant.EnrolledLabel on t's Cluster (a merge patch of the label
+// alone: gardenlet owns the rest of the Cluster and keeps labels it did not set).
+func markEnrolled(ctx context.Context, seed client.Client, t tenant.Name, enrolled bool) error {
+	var value any // JSON null removes the label
+	if enrolled {
+		value = "true"
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{tenant.EnrolledLabel: value}}})
+	if err != nil {
+		return err
+	}
+	cluster := &unstructured.Unstructured{}
+	cluster.SetAPIVersion(clients.ClusterGroup + "/v1alpha1")
+	cluster.SetKind("Cluster")
+	cluster.SetName(string(t))
+	if err := seed.Patch(ctx, cluster, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("labelling the Cluster %s: %w", t, err)
+	}
+	return nil
 }

@@ -323,12 +323,12 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 // reconcileLive reconciles one key of an event from live state, for its tenant.
 func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from tenant.Name) error {
 	tn, err := s.targets.tenantOf(r, key, from)
+	if err == nil {
+		ctx, err = s.targets.reach(ctx, tn)
+	}
 	if errors.Is(err, errNotServed) {
 		s.metrics.filtered.WithLabelValues(r.Name, r.For.Kind).Inc()
 		return nil
-	}
-	if err == nil {
-		ctx, err = s.targets.reach(ctx, tn)
 	}
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)

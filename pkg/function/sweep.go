@@ -181,6 +181,9 @@ func (s *Server) sweepTenants(ctx context.Context, sweep Sweep) (sweepResult, er
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			tctx, err := s.targets.reach(ctx, tn)
+			if errors.Is(err, errNotServed) {
+				return // un-enrolled since it was discovered
+			}
 			if err != nil {
 				failure := "transient"
 				if isTerminal(err) {
@@ -285,11 +288,11 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 // reconciles for that tenant; a sweep over everything, for the tenant of each key.
 func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler, key Key, tn tenant.Name, reader, target *snapshot) error {
 	owner, err := s.targets.tenantOf(r, key, tn)
-	if errors.Is(err, errNotServed) {
-		return nil
-	}
 	if err == nil && tn == "" {
 		ctx, err = s.targets.reach(ctx, owner)
+	}
+	if errors.Is(err, errNotServed) {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, key, err)

@@ -88,8 +88,9 @@ func (t *targets) restConfig(static *rest.Config) func(context.Context) (*rest.C
 }
 
 // errNotServed says that a key is another deployment's: per seed, a Source object outside every
-// tenant's namespace (e.g. of GRM's instance in the seed's garden namespace). It is not a
-// failure: the key is skipped, as a predicate would have.
+// tenant's namespace (e.g. of GRM's instance in the seed's garden namespace), or of a tenant
+// that is not enrolled (gardenlet's own resource manager serves it). It is not a failure: the
+// key is skipped, as a predicate would have.
 var errNotServed = errors.New("another deployment serves it")
 
 // tenantOf says which tenant a key of reconciler r is reconciled for. Outside per-seed mode
@@ -118,8 +119,9 @@ func (t *targets) tenantOf(r Reconciler, key Key, from tenant.Name) (tenant.Name
 }
 
 // reach returns ctx for acting on behalf of tenant tn, with its name and settings (see
-// tenant.SettingsFrom), after making sure the tenant can be reached: an unknown tenant (no access
-// in the seed) is a terminal failure with its reason, before the reconciler reads or writes
+// tenant.SettingsFrom), after making sure the tenant can be reached: a tenant that is not
+// enrolled is not served (errNotServed: another resource manager's), an unknown one (no access
+// in the seed) is a terminal failure with its reason, both before the reconciler reads or writes
 // anything.
 func (t *targets) reach(ctx context.Context, tn tenant.Name) (context.Context, error) {
 	if tn == "" {
@@ -127,6 +129,9 @@ func (t *targets) reach(ctx context.Context, tn tenant.Name) (context.Context, e
 	}
 	settings, err := t.tenants.Settings(ctx, tn)
 	if err != nil {
+		if clients.IsNotEnrolled(err) {
+			return nil, fmt.Errorf("%w: %w", errNotServed, err)
+		}
 		if clients.IsUnknownTenant(err) {
 			return nil, Terminal(err)
 		}

@@ -30,6 +30,12 @@ func Valid(name, prefix string) bool {
 	return strings.HasPrefix(name, prefix) && len(name) > len(prefix) && len(validation.IsDNS1123Label(name)) == 0
 }
 
+// EnrolledLabel on a tenant's Cluster in the seed, with the value "true", says that this
+// project's per-seed deployment serves the tenant (pkg/enrolment sets it, docs/cutover.md): a
+// shoot whose Cluster lacks it is left to gardenlet's own resource manager, and nothing of ours
+// reads its Secrets, reconciles its objects or answers for it.
+const EnrolledLabel = "gardener-knative.io/enrolled"
+
 // DefaultAccessSecret is the shoot access Secret Gardener creates in every shoot
 // control-plane namespace for the shoot's gardener-resource-manager; its token (key "token",
 // kept fresh by the token requestor) authenticates as the shoot's

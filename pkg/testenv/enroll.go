@@ -29,7 +29,8 @@ import (
 // cluster-admin; in the seed the namespace t, the Cluster t annotated with the name of the
 // generic token kubeconfig, that kubeconfig (the shoot's server and CA, a token file) and the
 // access Secret holding the ServiceAccount's token (valid for a day). The Cluster holds
-// tenanttest.Shoot(t) and its Seed; EnrollShoot enrolls another Shoot.
+// tenanttest.Shoot(t) and its Seed, and is labelled enrolled with this project
+// (tenant.EnrolledLabel, as pkg/enrolment labels it); EnrollShoot enrolls another Shoot.
 func Enroll(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env) error {
 	return EnrollShoot(ctx, seed, t, shoot, nil)
 }

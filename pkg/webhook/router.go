@@ -54,6 +54,12 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// it applies the registration's failure policy (a fail-closed webhook rejects with the
 	// reason, a best-effort one is skipped); an authorizer has no opinion.
 	settings, err := tr.tenants.Settings(ctx, t)
+	if clients.IsNotEnrolled(err) {
+		// Another resource manager (gardenlet's) serves the tenant: this one changes nothing and
+		// has no opinion, whatever registration still points here.
+		tr.changeNothing(w, r, wh)
+		return
+	}
 	if err != nil {
 		reason, code := "unknown-tenant", http.StatusForbidden
 		if !clients.IsUnknownTenant(err) {
@@ -69,15 +75,21 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if wh.appliesTo != nil && !wh.appliesTo(settings) {
 		// gardenlet would not run this webhook for the tenant: it changes nothing.
-		tr.metrics.notApplied.WithLabelValues(wh.Name).Inc()
-		if wh.authorization {
-			answerAuthorization(w, r, authorizationv1.SubjectAccessReviewStatus{})
-		} else {
-			allowAdmission(w, r)
-		}
+		tr.changeNothing(w, r, wh)
 		return
 	}
 	wh.handler.ServeHTTP(w, r.WithContext(tenant.WithSettings(ctx, settings)))
+}
+
+// changeNothing answers for a webhook that does not act for the tenant: admission allowed with
+// no patch, an authorizer without opinion.
+func (tr *tenantRouter) changeNothing(w http.ResponseWriter, r *http.Request, wh routedWebhook) {
+	tr.metrics.notApplied.WithLabelValues(wh.Name).Inc()
+	if wh.authorization {
+		answerAuthorization(w, r, authorizationv1.SubjectAccessReviewStatus{})
+	} else {
+		allowAdmission(w, r)
+	}
 }
 
 // callerIsTenant tells whether the request came with a verified client certificate whose

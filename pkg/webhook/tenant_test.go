@@ -318,3 +318,33 @@ func (f authorizerFunc) Authorize(context.Context, authorizationv1.SubjectAccess
 	f()
 	return Allow, "", nil
 }
+
+// A tenant whose Cluster is not labelled enrolled is gardenlet's own resource manager's: a
+// registration that still points here changes nothing (allowed without a patch, no opinion), and
+// no webhook runs.
+func TestServeLeavesTenantsNotEnrolledAlone(t *testing.T) {
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", newPKI(t).pem, "shoot--p--a")
+	seed.Objects[client.ObjectKey{Name: "shoot--p--a"}].SetLabels(nil)
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme})
+	require.NoError(t, err)
+	called := false
+	admit := Admission("admit", "/webhooks/admit", admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		called = true
+		return admission.Denied("the webhook ran")
+	}), slog.New(slog.DiscardHandler))
+	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
+	post := serveTenants(t, tenants, admit, authz)
+
+	code, out := post("/shoot--p--a/webhooks/admit", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","object":{"apiVersion":"v1","kind":"Pod"}}}`)
+	require.Equal(t, http.StatusOK, code)
+	response := out["response"].(map[string]any)
+	assert.Equal(t, true, response["allowed"])
+	assert.Nil(t, response["patch"])
+	code, out = post("/shoot--p--a/webhooks/auth", `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
+	require.Equal(t, http.StatusOK, code)
+	status := out["status"].(map[string]any)
+	assert.Equal(t, false, status["allowed"])
+	assert.Nil(t, status["denied"], "no opinion")
+	assert.Nil(t, status["evaluationError"])
+	assert.False(t, called)
+}

@@ -1,10 +1,13 @@
-// Command enrol enrols shoots with the seed's webhook servers (grm-webhooks and friends): for
-// each tenant named (a shoot's control-plane namespace in the seed), it lets the servers read
-// the namespace's access Secrets and applies to the shoot the registrations of config/shoot/
-// that gardenlet would register for it (pkg/enrolment), with the servers' CA. It is idempotent:
-// run it again whenever a shoot changes (its scheduling profile, workers, feature gates).
+// Command enrol enrols shoots with the seed's per-seed deployment (its functions and webhook
+// servers): for each tenant named (a shoot's control-plane namespace in the seed), it labels the
+// tenant's Cluster enrolled (from then on the deployment serves it), lets the servers read the
+// namespace's access Secrets and applies to the shoot the registrations of config/shoot/ that
+// gardenlet would register for it (pkg/enrolment), with the servers' CA. It is idempotent: run
+// it again whenever a shoot changes (its scheduling profile, workers, feature gates). With
+// -unenrol it hands the shoots back (docs/cutover.md).
 //
 //	go run ./webhooks/enrol -ca-bundle ca.crt shoot--project--name ...
+//	go run ./webhooks/enrol -unenrol shoot--project--name ...
 //
 // The seed is reached with $KUBECONFIG (or -kubeconfig); each shoot with its own access Secrets.
 // With -authorizer-kubeconfig DIR it writes <tenant>.kubeconfig there: the file the shoot's
@@ -36,18 +39,26 @@ func main() {
 		scaleToZero = flag.Bool("scale-to-zero", false, "register the scale-to-zero variant (config/scale-to-zero/shoot/)")
 		optIn       = flag.String("opt-in", "", "comma-separated webhooks of config/shoot-opt-in/ to register too")
 		authzDir    = flag.String("authorizer-kubeconfig", "", "directory to write each tenant's authorization webhook kubeconfig into")
+		unenrol     = flag.Bool("unenrol", false, "hand the shoots back to gardenlet's resource managers: delete our registrations, remove the label and the servers' access")
 	)
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -ca-bundle FILE [flags] TENANT...\n", os.Args[0])
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -ca-bundle FILE [flags] TENANT...\n       %s -unenrol TENANT...\n", os.Args[0], os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if *caBundle == "" || flag.NArg() == 0 {
+	if (*caBundle == "" && !*unenrol) || flag.NArg() == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *unenrol {
+		if err := runUnenrol(ctx, *namespace, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "enrol:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, *caBundle, *namespace, *authzDir, enrolment.Options{Server: *server, ScaleToZero: *scaleToZero, OptIn: split(*optIn)}, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "enrol:", err)
 		os.Exit(1)
@@ -61,24 +72,55 @@ func split(list string) []string {
 	return strings.Split(list, ",")
 }
 
+// seedClient reaches the seed with $KUBECONFIG (or -kubeconfig).
+func seedClient() (client.Client, error) {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{})
+}
+
+func tenantOf(name string) (tenant.Name, error) {
+	if !tenant.Valid(name, tenant.DefaultPrefix) {
+		return "", fmt.Errorf("%q is no shoot control-plane namespace (%s…)", name, tenant.DefaultPrefix)
+	}
+	return tenant.Name(name), nil
+}
+
+func runUnenrol(ctx context.Context, namespace string, tenants []string) error {
+	seed, err := seedClient()
+	if err != nil {
+		return err
+	}
+	for _, name := range tenants {
+		t, err := tenantOf(name)
+		if err != nil {
+			return err
+		}
+		deleted, err := enrolment.Unenrol(ctx, seed, t, namespace)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Printf("%s: unenrolled; removed %s\n", name, strings.Join(deleted, ", "))
+	}
+	return nil
+}
+
 func run(ctx context.Context, caFile, namespace, authzDir string, opts enrolment.Options, tenants []string) error {
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return err
 	}
 	opts.CABundle = ca
-	cfg, err := config.GetConfig()
-	if err != nil {
-		return err
-	}
-	seed, err := client.New(cfg, client.Options{})
+	seed, err := seedClient()
 	if err != nil {
 		return err
 	}
 	for _, name := range tenants {
-		t := tenant.Name(name)
-		if !tenant.Valid(name, tenant.DefaultPrefix) {
-			return fmt.Errorf("%q is no shoot control-plane namespace (%s…)", name, tenant.DefaultPrefix)
+		t, err := tenantOf(name)
+		if err != nil {
+			return err
 		}
 		result, err := enrolment.Enrol(ctx, seed, t, namespace, opts)
 		if err != nil {

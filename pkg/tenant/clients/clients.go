@@ -43,6 +43,9 @@ var clusterGVK = schema.GroupVersionKind{Group: "extensions.gardener.cloud", Ver
 type UnknownTenantError struct {
 	Tenant tenant.Name
 	Reason string
+	// NotEnrolled: the tenant's Cluster exists but lacks tenant.EnrolledLabel, so another
+	// resource manager (gardenlet's) serves it. Not a failure: it is left alone.
+	NotEnrolled bool
 }
 
 func (e *UnknownTenantError) Error() string {
@@ -53,6 +56,12 @@ func (e *UnknownTenantError) Error() string {
 func IsUnknownTenant(err error) bool {
 	var u *UnknownTenantError
 	return errors.As(err, &u)
+}
+
+// IsNotEnrolled tells whether err (or an error it wraps) says that a tenant is not enrolled.
+func IsNotEnrolled(err error) bool {
+	var u *UnknownTenantError
+	return errors.As(err, &u) && u.NotEnrolled
 }
 
 // Options configure Clients.
@@ -163,6 +172,9 @@ func (c *Clients) get(ctx context.Context, t tenant.Name) (cachedTenant, error) 
 		case err == nil:
 			c.opts.Log.Info("tenant client built", "tenant", string(t))
 			return built, nil
+		case IsNotEnrolled(err):
+			c.opts.Log.Debug("tenant not enrolled: left to another resource manager", "tenant", string(t))
+			return cachedTenant{unknown: err}, nil
 		case IsUnknownTenant(err):
 			c.opts.Log.Warn("unknown tenant", "tenant", string(t), "error", err)
 			return cachedTenant{unknown: err}, nil
@@ -216,6 +228,12 @@ func (c *Clients) build(ctx context.Context, t tenant.Name) (cachedTenant, error
 	cluster.SetGroupVersionKind(clusterGVK)
 	if err := read("Cluster", client.ObjectKey{Name: ns}, cluster); err != nil {
 		return cachedTenant{}, err
+	}
+	// The gate comes before anything of the tenant's is read: an unenrolled tenant's Secrets are
+	// never read here.
+	if cluster.GetLabels()[tenant.EnrolledLabel] != "true" {
+		return cachedTenant{}, &UnknownTenantError{Tenant: t, NotEnrolled: true,
+			Reason: fmt.Sprintf("not enrolled: its Cluster has no label %s=true", tenant.EnrolledLabel)}
 	}
 	settings, err := SettingsOfCluster(cluster)
 	if err != nil {

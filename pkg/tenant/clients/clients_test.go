@@ -117,13 +117,32 @@ func TestRouting(t *testing.T) {
 	assert.Same(t, single.Scheme(), only.Scheme())
 }
 
+// Discover finds the enrolled tenants only: a shoot whose Cluster lacks the label is left to
+// gardenlet's own resource manager.
 func TestDiscover(t *testing.T) {
+	enrolled := map[string]string{tenant.EnrolledLabel: "true"}
 	var objs []client.Object
-	for _, name := range []string{"shoot--p--b", "garden", "shoot--p--a", "shoot--"} {
-		objs = append(objs, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	for name, labels := range map[string]map[string]string{
+		"shoot--p--b": enrolled, "garden": enrolled, "shoot--p--a": enrolled, "shoot--": enrolled,
+		"shoot--p--gardenlets": nil, "shoot--p--false": {tenant.EnrolledLabel: "false"},
+	} {
+		objs = append(objs, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
 	}
 	seed := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(objs...).Build()
 	tenants, err := Discover(context.Background(), seed, tenant.DefaultPrefix, 1)
 	require.NoError(t, err)
 	assert.Equal(t, []tenant.Name{"shoot--p--a", "shoot--p--b"}, tenants)
+}
+
+// A tenant whose Cluster is not labelled enrolled is not served, and none of its Secrets is
+// read: the gate comes right after the Cluster.
+func TestNotEnrolledTenantIsLeftAlone(t *testing.T) {
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", tenanttest.CA(t), "shoot--p--a")
+	seed.Objects[client.ObjectKey{Name: "shoot--p--a"}].SetLabels(nil)
+	tenants, err := New(Options{Seed: seed, Scheme: kubernetesscheme.Scheme})
+	require.NoError(t, err)
+	_, err = tenants.Client(context.Background(), "shoot--p--a")
+	assert.True(t, IsNotEnrolled(err), "%v", err)
+	assert.True(t, IsUnknownTenant(err), "a not enrolled tenant is one kind of unknown: %v", err)
+	assert.Equal(t, 1, seed.Reads, "only the Cluster was read")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
@@ -30,13 +31,15 @@ type Tenancy struct {
 }
 
 // Discover lists the seed's tenants: the names of its extensions.gardener.cloud Clusters (one
-// per shoot control-plane namespace, named after it) that are valid tenants for prefix, sorted.
+// per shoot control-plane namespace, named after it) that are enrolled (tenant.EnrolledLabel)
+// and valid tenants for prefix, sorted.
 // One metadata-only LIST, paged by pageSize; whether a tenant is reachable, Clients tells.
 func Discover(ctx context.Context, seed client.Reader, prefix string, pageSize int64) ([]tenant.Name, error) {
 	var tenants []tenant.Name
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind(clusterGVK.Kind + "List"))
-	opts := &client.ListOptions{Limit: pageSize}
+	// Only the enrolled ones (tenant.EnrolledLabel): the others are another resource manager's.
+	opts := &client.ListOptions{Limit: pageSize, LabelSelector: labels.SelectorFromSet(labels.Set{tenant.EnrolledLabel: "true"})}
 	for {
 		if err := seed.List(ctx, list, opts); err != nil {
 			return nil, fmt.Errorf("discovering tenants (listing Clusters): %w", err)

@@ -100,7 +100,8 @@ func SeedObject() *gardencorev1beta1.Seed {
 
 // Cluster is the Cluster gardenlet keeps for tenant t: named after its namespace, annotated with
 // the name of its generic token kubeconfig Secret, holding the Shoot (Shoot(t) when nil) and the
-// Seed (SeedObject()).
+// Seed (SeedObject()), and labelled enrolled with this project (tenant.EnrolledLabel), as
+// pkg/enrolment labels it.
 func Cluster(t tenant.Name, kubeconfigSecret string, shoot *gardencorev1beta1.Shoot) (*unstructured.Unstructured, error) {
 	if shoot == nil {
 		shoot = Shoot(t)
@@ -122,6 +123,7 @@ func Cluster(t tenant.Name, kubeconfigSecret string, shoot *gardencorev1beta1.Sh
 	cluster.SetKind("Cluster")
 	cluster.SetName(string(t))
 	cluster.SetAnnotations(map[string]string{"generic-token-kubeconfig.secret.gardener.cloud/name": kubeconfigSecret})
+	cluster.SetLabels(map[string]string{tenant.EnrolledLabel: "true"})
 	return cluster, nil
 }
 

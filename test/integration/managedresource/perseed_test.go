@@ -13,6 +13,8 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
@@ -83,4 +85,30 @@ func TestPerSeedAppliesEachTenantToItsOwnShoot(t *testing.T) {
 	_, mr := manifest(t, outside, "outside", map[string]string{"objects.yaml": configMap(ns, "nowhere", "x")})
 	h.Send("add", mr)
 	assert.Empty(t, get(t, mr).Finalizers)
+}
+
+// A shoot whose Cluster is not labelled enrolled is gardenlet's own resource manager's, even
+// with Gardener's class and finalizer conventions: its ManagedResources are not touched, by
+// their events or by a sweep, and none of its Secrets is read.
+func TestPerSeedLeavesTenantsNotEnrolledAlone(t *testing.T) {
+	ctx := context.Background()
+	const gardenlets tenant.Name = "shoot--p--gardenlets"
+	require.NoError(t, seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: string(gardenlets)}}))
+	cluster, err := tenanttest.Cluster(gardenlets, "generic-token-kubeconfig-1", nil)
+	require.NoError(t, err)
+	cluster.SetLabels(nil)
+	require.NoError(t, seed.Client.Create(ctx, cluster))
+	t.Cleanup(func() { assert.NoError(t, seed.Client.Delete(ctx, cluster)) })
+
+	h := functiontest.New(t, seed, managedresource.Function, functiontest.AsFunction(), functiontest.WithTenants(), functiontest.WithConfig(config(t)))
+	_, mr := manifest(t, string(gardenlets), "not-ours", map[string]string{"objects.yaml": configMap("default", "not-ours", "x")})
+	const filtered = "gardener_knative_events_filtered_total"
+	before := h.Metric(filtered, nil)
+	h.Send("add", mr)
+	assert.Equal(t, before+1, h.Metric(filtered, nil), "skipped as another deployment's")
+	h.Sweep("sync")
+	live := get(t, mr)
+	assert.Empty(t, live.Finalizers)
+	assert.Empty(t, live.Status.Conditions)
+	assert.Zero(t, live.Status.ObservedGeneration)
 }

@@ -11,6 +11,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,9 @@ import (
 
 	enrolmentpkg "github.com/gardener-knative/gardener-knative/pkg/enrolment"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
 // registered are the names of the registrations of ours in the shoot.
@@ -229,4 +232,43 @@ func TestUnknownTenantThroughTheShoot(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), `unknown tenant "shoot--test--nowhere"`)
 	}, 30*time.Second, 100*time.Millisecond, "a fail-closed webhook rejects with the reason")
 	assert.NoError(t, shootA.env.Client.Create(ctx, pod("best-effort"), client.DryRunAll), "a best-effort webhook is skipped")
+}
+
+// Unenrolling hands a shoot back to gardenlet's own resource manager: our registrations leave
+// its shoot, its Cluster loses the label, and a registration that still points here (a
+// kube-apiserver that has not yet dropped it) is answered without change. Enrolling again
+// serves it again.
+func TestUnenrolmentHandsTheShootBack(t *testing.T) {
+	ctx := context.Background()
+	serviceAccount(t, shootA, "unenrolled", false) // opts out of automount: the webhook mounts
+	c := serverClient(t)
+	patched := func() bool {
+		var answer admissionv1.AdmissionReview
+		review(t, c, "/"+string(shootA.tenant)+projectedtokenmount.Path, admissionReviewBody(t, "unenrolled"), &answer)
+		require.True(t, answer.Response.Allowed, "%+v", answer.Response.Result)
+		return answer.Response.Patch != nil
+	}
+	require.True(t, patched(), "an enrolled shoot's Pod gets the projected token")
+
+	deleted, err := enrolmentpkg.Unenrol(ctx, seed.Client, shootA.tenant, "gardener-knative")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := enrolmentpkg.Enrol(ctx, seed.Client, shootA.tenant, "gardener-knative", enrolment())
+		require.NoError(t, err)
+		tenants.Forget(shootA.tenant)
+		assert.True(t, patched(), "enrolled again, served again")
+	})
+	assert.Len(t, deleted, 6, "every registration of ours: %v", deleted)
+	assert.Empty(t, registered(t, shootA))
+	cluster := &extensionsv1alpha1.Cluster{}
+	require.NoError(t, seed.Client.Get(ctx, client.ObjectKey{Name: string(shootA.tenant)}, cluster))
+	assert.NotContains(t, cluster.Labels, tenant.EnrolledLabel)
+	discovered, err := clients.Discover(ctx, seed.Client, tenant.DefaultPrefix, 100)
+	require.NoError(t, err)
+	assert.NotContains(t, discovered, shootA.tenant)
+
+	tenants.Forget(shootA.tenant) // the server's client of A, kept up to TENANT_CACHE_TTL otherwise
+	assert.False(t, patched(), "not enrolled: allowed without a patch")
+	_, err = tenants.Client(ctx, shootA.tenant)
+	assert.True(t, clients.IsNotEnrolled(err), "%v", err)
 }

@@ -4,10 +4,10 @@
 //   - the stand-in CRDs of the Gardener kinds gardener-apiserver serves (pkg/testenv: the same CRDs
 //     envtest and `make run` install);
 //   - the namespace garden;
-//   - controllerinstallation's Secret controllerinstallation-target, the kubeconfig of its seed
-//     (-seed-kubeconfig; the cluster plays the seed too), and its SEED_NAME (the ConfigMap
-//     controllerinstallation-settings). No other function is given settings: the cluster runs
-//     with the defaults `ko apply -f config/` deploys.
+//   - controllerinstallation's Secret controllerinstallation-target, the documented input of
+//     gardenlet's part: the kubeconfig of its seed (-seed-kubeconfig; the cluster plays the seed
+//     too) and the seed's name. No function is given settings: the cluster runs with what
+//     `ko apply -f config/` deploys.
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
@@ -48,8 +49,6 @@ func run(seedKubeconfig string) error {
 	for _, name := range []string{"garden", namespace} {
 		objects = append(objects, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	objects = append(objects, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "controllerinstallation-settings", Namespace: namespace}, Data: map[string]string{"SEED_NAME": landscape.SeedName}})
 	if seedKubeconfig != "" {
 		kubeconfig, err := os.ReadFile(seedKubeconfig)
 		if err != nil {
@@ -57,7 +56,7 @@ func run(seedKubeconfig string) error {
 		}
 		objects = append(objects, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Name: "controllerinstallation-target", Namespace: namespace},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig}})
+			Data:       map[string][]byte{"kubeconfig": kubeconfig, controllerinstallation.Function.TargetInputs["SEED_NAME"]: []byte(landscape.SeedName)}})
 	}
 	for _, o := range objects {
 		out, err := yaml.Marshal(o)

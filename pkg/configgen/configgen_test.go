@@ -103,6 +103,27 @@ func TestTargetKubeconfig(t *testing.T) {
 	container := spec["containers"].([]any)[0].(map[string]any)
 	require.Equal(t, []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"}}, container["env"])
 	require.Equal(t, []any{map[string]any{"name": "target", "mountPath": "/var/run/secrets/gardener-knative/target", "readOnly": true}}, container["volumeMounts"])
+
+	// Its target inputs come from keys of the same Secret, required: the Target's access and
+	// identity are one input.
+	fn.TargetInputs = map[string]string{"SEED_NAME": "seedName"}
+	require.NoError(t, fn.Validate())
+	spec, _, _ = unstructured.NestedMap(configgen.KnativeService(fn).Object, "spec", "template", "spec")
+	container = spec["containers"].([]any)[0].(map[string]any)
+	require.Equal(t, []any{
+		map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"},
+		map[string]any{"name": "SEED_NAME", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "demo-target", "key": "seedName"}}},
+	}, container["env"])
+}
+
+// Only a single-target function has a Target Secret to take inputs from.
+func TestTargetInputsNeedASingleTarget(t *testing.T) {
+	fn := demo()
+	fn.TargetInputs = map[string]string{"SEED_NAME": "seedName"}
+	assert.ErrorContains(t, fn.Validate(), "only a single-target function")
+	fn.Reconcilers[0].Cluster = function.Target
+	fn.Deployment = function.PerSeed
+	assert.ErrorContains(t, fn.Validate(), "only a single-target function")
 }
 
 // The YAML holds exactly the objects: decoding it gives them back, with no status and no

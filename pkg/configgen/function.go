@@ -70,8 +70,8 @@ func RBACObjects(fn *function.Function) []client.Object {
 // Its settings (docs/configuration.md) come from the optional ConfigMap <name>-settings, so
 // operators set them without editing generated files. A function deployed per seed serves every
 // shoot of the seed (MULTI_TENANT); another that works on a Target cluster reads that cluster's
-// kubeconfig from the Secret <name>-target (key kubeconfig): the revision does not start before
-// the operator has created it.
+// kubeconfig from the Secret <name>-target (key kubeconfig), and its TargetInputs from keys of the
+// same Secret: the revision does not start before the operator has created it.
 func KnativeService(fn *function.Function) *unstructured.Unstructured {
 	svc := knativeService(fn.Name, "functions/"+fn.Name, fn.Name)
 	podSpec := svc.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
@@ -82,7 +82,12 @@ func KnativeService(fn *function.Function) *unstructured.Unstructured {
 		// Every shoot of the seed, reached with the access Secrets of its namespace.
 		container["env"] = []any{map[string]any{"name": "MULTI_TENANT", "value": "true"}}
 	case function.SingleTarget:
-		container["env"] = []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"}}
+		env := []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"}}
+		for _, name := range slices.Sorted(maps.Keys(fn.TargetInputs)) {
+			env = append(env, map[string]any{"name": name, "valueFrom": map[string]any{
+				"secretKeyRef": map[string]any{"name": TargetSecret(fn), "key": fn.TargetInputs[name]}}})
+		}
+		container["env"] = env
 		container["volumeMounts"] = []any{map[string]any{"name": "target", "mountPath": targetMountPath, "readOnly": true}}
 		podSpec["volumes"] = []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": TargetSecret(fn)}}}
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -284,6 +285,11 @@ type Function struct {
 	// seed) or PerSeed (MULTI_TENANT: every shoot of the seed, GRM's functions). The same image
 	// runs in every mode; the environment picks it (Mode).
 	Deployment Mode
+	// TargetInputs are what an operator gives a SingleTarget function beside its Target's
+	// kubeconfig, in the same Secret <name>-target: environment variable → key of that Secret
+	// (e.g. the seed's name for gardenlet's part). config/ takes them from there, required, so
+	// that the Target's access and identity are one input, never a settings ConfigMap.
+	TargetInputs map[string]string
 }
 
 // DeploymentMode is how config/ deploys the function's Target ("" for functions without one).
@@ -420,6 +426,9 @@ func (f *Function) Validate() error {
 	}
 	if len(f.Reconcilers) == 0 {
 		errs = append(errs, errors.New("no reconcilers"))
+	}
+	if len(f.TargetInputs) > 0 && f.DeploymentMode() != SingleTarget {
+		errs = append(errs, fmt.Errorf("target inputs %v: only a single-target function has a Target Secret", slices.Sorted(maps.Keys(f.TargetInputs))))
 	}
 	switch f.Deployment {
 	case "", SingleTarget, PerSeed:

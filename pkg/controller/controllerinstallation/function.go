@@ -63,6 +63,8 @@ var core = gardencorev1beta1.SchemeGroupVersion.Group
 var Function = &function.Function{
 	Name:   "controllerinstallation",
 	Config: &Config{},
+	// The seed's name comes with its kubeconfig, in the Secret controllerinstallation-target.
+	TargetInputs: map[string]string{"SEED_NAME": "seedName"},
 	// On the garden it reads installations, registrations, deployments, seeds and the pull
 	// secrets deployments name, and writes only installations (finalizer, conditions). What it
 	// may do on the seed is the Target kubeconfig's: Helm creates whatever the charts contain.

@@ -163,11 +163,11 @@ func (s *source) discover(ctx context.Context) {
 	for _, t := range names {
 		access, err := s.opts.Tenants.Config(ctx, t)
 		if clients.IsNotEnrolled(err) {
-			continue // un-enrolled since the LIST (its client was cached before): stopped below
+			continue // un-enrolled between the LIST and the read of its Cluster: stopped below
 		}
 		present[t] = true
 		if err != nil {
-			// Unknown (not enrolled yet, no token yet) or transient: looked at again next time.
+			// Unknown (no access Secret or token yet) or transient: looked at again next time.
 			s.metrics.unreachable.Inc()
 			s.opts.Log.Infow("tenant not watched (yet)", "tenant", t, "reason", err)
 			continue

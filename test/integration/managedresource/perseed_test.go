@@ -89,7 +89,7 @@ func TestPerSeedAppliesEachTenantToItsOwnShoot(t *testing.T) {
 
 // A shoot whose Cluster is not labelled enrolled is gardenlet's own resource manager's, even
 // with Gardener's class and finalizer conventions: its ManagedResources are not touched, by
-// their events or by a sweep, and none of its Secrets is read.
+// their events or by a sweep (that none of its Secrets is read, pkg/tenant/clients tests).
 func TestPerSeedLeavesTenantsNotEnrolledAlone(t *testing.T) {
 	ctx := context.Background()
 	const gardenlets tenant.Name = "shoot--p--gardenlets"

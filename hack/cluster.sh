@@ -288,6 +288,9 @@ knative_up() {
     -p '{"data":{"stable-window":"6s","scale-to-zero-grace-period":"6s"}}'
   wait_for config-deployment 120 kc -n knative-serving patch configmap config-deployment --type merge \
     -p "{\"data\":{\"registries-skipping-tag-resolving\":\"$REGISTRY\"}}"
+  # The pod-spec fields the fail-closed webhooks' Services set (docs/deployment.md, prerequisites).
+  wait_for config-features 120 kc -n knative-serving patch configmap config-features --type merge \
+    -p '{"data":{"kubernetes.podspec-priorityclassname":"enabled","kubernetes.podspec-topologyspreadconstraints":"enabled"}}'
   # Two ConfigMaps of eventing's config/core are symlinks into third_party/ in its repository. They
   # name images of IntegrationSource and EventTransform, from outside the machine: their keys stay
   # (the eventing controller reads each), their values are blanked.

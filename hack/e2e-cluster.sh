@@ -30,7 +30,7 @@ cd "$root"
 # The deployed config/ first (min-scale 1 for the fail-closed webhooks): Ready, then at work.
 go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
 echo "e2e-cluster: from ko apply to all Ready: $(( $(date +%s) - t1 ))s"
-go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTokenMount|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
+go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
 
 # Then the scale-to-zero variant on top (every Service may scale to zero, webhook timeouts 30 s): on
 # the deployed config/, the same end state as `ko apply -f config/ -f config/scale-to-zero/`.

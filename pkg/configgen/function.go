@@ -107,11 +107,26 @@ func DeadLetterService() *unstructured.Unstructured {
 	return knativeService(sources.DeadLetter, "sources/deadletter", "")
 }
 
+// A function pod's scale bounds (docs/deployment.md, "Scale bounds"). Most reconciles make 2 to 6
+// API requests (the request-cost tests, e.g. test/integration/referenceprotection), so 20
+// reconciles in flight fill the client's burst of 100 (KUBE_API_BURST) before its limiter queues
+// them; more concurrency per pod would only wait there. max-scale bounds what one function asks of an API
+// server to functionMaxScale × KUBE_API_QPS (3 × 50 requests a second), whatever Knative's
+// autoscaler would start for a burst of events; the Broker's delivery retries what waits too long.
+const (
+	functionContainerConcurrency = 20
+	functionMaxScale             = "3"
+)
+
+// maxScale is Knative's upper bound of replicas.
+const maxScale = "autoscaling.knative.dev/max-scale"
+
 // knativeService is a cluster-local Knative Service of a main package of this module, as
 // serviceAccount ("" for the namespace's default, without API token).
 func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unstructured {
 	labels := map[string]any{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": name}
 	podSpec := map[string]any{
+		"containerConcurrency": int64(functionContainerConcurrency),
 		// A request is one event or one sweep run; SWEEP_TIMEOUT (4m) stays below it.
 		"timeoutSeconds": int64(300),
 		"containers": []any{map[string]any{
@@ -153,8 +168,11 @@ func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unst
 		},
 		"spec": map[string]any{
 			"template": map[string]any{
-				"metadata": map[string]any{"labels": labels},
-				"spec":     podSpec,
+				"metadata": map[string]any{
+					"labels":      labels,
+					"annotations": map[string]any{maxScale: functionMaxScale},
+				},
+				"spec": podSpec,
 			},
 		},
 	}}

@@ -9,7 +9,7 @@ ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 # .cache/bin/ (test/deploy resolves config/ with it); such a line stops when it cannot be built.
 KO = ko=$$(hack/ko.sh); export KO_BIN=$$ko;
 
-.PHONY: run test chaos build generate bench coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
+.PHONY: run test chaos build generate release bench coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
 
 ## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
 run:
@@ -41,6 +41,12 @@ build:
 ## generate: regenerate the manifests of config/ that are derived (sources, scale-to-zero variant)
 generate:
 	go run ./hack/genconfig
+
+## release: VERSION=v1.2.3 KO_DOCKER_REPO=<registry>: resolved manifests of each part of config/ in
+## .cache/release/$(VERSION)/ (images by digest, readable names, versioned; docs/deployment.md)
+release:
+	@[ -n "$(VERSION)" ] || { echo "make release VERSION=v1.2.3"; exit 1; }
+	$(KO) go run ./hack/release -version $(VERSION)
 
 ## bench: benchmarks (speed and allocations), never run as tests
 bench:

@@ -30,6 +30,11 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/serve"
 )
 
+// Version is the release a binary was built for: ko sets it from GARDENER_KNATIVE_VERSION
+// (ko.yaml's ldflags; `make release VERSION=…` sets that), "devel" for any other build. A var,
+// not a const: the linker's -X can only set variables.
+var Version = "devel"
+
 // Config is what every process reads from the environment (docs/configuration.md).
 type Config struct {
 	// Port is where the process serves; Knative sets it.
@@ -60,7 +65,12 @@ type Process struct {
 }
 
 // Main runs run until SIGTERM or SIGINT and exits 1 when it fails; all a main package calls.
+// `<binary> --version` prints the component and its version instead.
 func Main(component string, run func(ctx context.Context) error) {
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		fmt.Println(component, Version)
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx); err != nil {
@@ -77,6 +87,7 @@ func Start(cfg Configuration, attrs ...any) (*Process, error) {
 	}
 	base := cfg.Base()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: base.LogLevel})).With(attrs...)
+	log.Info("starting", "version", Version)
 	// controller-runtime logs through its own logger; without one it complains once, loudly.
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	reg := prometheus.NewRegistry()

@@ -1,0 +1,106 @@
+package configgen
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// VersionLabel carries a release's version on every object it ships (and on the pods of its
+// Knative Services), as Knative labels its own releases.
+const VersionLabel = "app.kubernetes.io/version"
+
+// ReleaseParts are the folders of config/ a release ships, each as one file: what `kubectl
+// apply -f` installs in the seed (config/), its scale-to-zero variant and the seed's opt-in
+// registrations. The shoots' registrations are not among them: the enrolment command renders
+// them from its own copy (config/config.go).
+var ReleaseParts = []struct{ Folder, File string }{
+	{".", "gardener-knative.yaml"},
+	{ScaleToZeroDir, "gardener-knative-scale-to-zero.yaml"},
+	{"seed-opt-in", "gardener-knative-seed-opt-in.yaml"},
+}
+
+var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
+// ValidReleaseVersion reports whether version is a semantic version with a leading v (v1.2.3,
+// v1.2.3-rc.1): it becomes a label value and an image tag, which allow no more.
+func ValidReleaseVersion(version string) error {
+	if !releaseVersion.MatchString(version) {
+		return fmt.Errorf("release version %q is not of the form v1.2.3 or v1.2.3-rc.1", version)
+	}
+	return nil
+}
+
+// Release labels every object of a resolved manifest (ko resolve's output: images by digest)
+// with version, and the pod template of every Knative Service too, and writes it back as one
+// YAML stream under a header saying what it is.
+func Release(resolved []byte, version, part string) ([]byte, error) {
+	if err := ValidReleaseVersion(version); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# gardener-knative %s: %s, resolved (images by digest). Install with kubectl apply -f.\n", version, part)
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(resolved)))
+	objects := 0
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, err
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(js, &obj); err != nil {
+			return nil, err
+		}
+		if obj == nil {
+			continue // comments only
+		}
+		setLabel(obj, version, "metadata")
+		if obj["apiVersion"] == "serving.knative.dev/v1" && obj["kind"] == "Service" {
+			setLabel(obj, version, "spec", "template", "metadata")
+		}
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString("---\n")
+		buf.Write(out)
+		objects++
+	}
+	if objects == 0 {
+		return nil, fmt.Errorf("%s: the resolved manifest holds no object", part)
+	}
+	return buf.Bytes(), nil
+}
+
+// setLabel sets the version label in the metadata at path, creating what is missing.
+func setLabel(obj map[string]any, version string, path ...string) {
+	cur := obj
+	for _, p := range path {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			cur[p] = next
+		}
+		cur = next
+	}
+	labels, ok := cur["labels"].(map[string]any)
+	if !ok {
+		labels = map[string]any{}
+		cur["labels"] = labels
+	}
+	labels[VersionLabel] = version
+}

@@ -1,15 +1,10 @@
 package configgen
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -47,38 +42,20 @@ func Release(resolved []byte, version, part string) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# gardener-knative %s: %s, resolved (images by digest). Install with kubectl apply -f.\n", version, part)
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(resolved)))
 	objects := 0
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(js, &obj); err != nil {
-			return nil, err
-		}
-		if obj == nil {
-			continue // comments only
-		}
+	err := eachObject(resolved, func(obj map[string]any) error {
 		setLabel(obj, version, "metadata")
 		if obj["apiVersion"] == "serving.knative.dev/v1" && obj["kind"] == "Service" {
 			setLabel(obj, version, "spec", "template", "metadata")
 		}
 		out, err := yaml.Marshal(obj)
-		if err != nil {
-			return nil, err
-		}
 		buf.WriteString("---\n")
 		buf.Write(out)
 		objects++
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", part, err)
 	}
 	if objects == 0 {
 		return nil, fmt.Errorf("%s: the resolved manifest holds no object", part)

@@ -78,31 +78,43 @@ func scaleToZeroDocuments(path string) ([][]byte, error) {
 		return nil, nil // generated files hold no Service or webhook registration
 	}
 	var out [][]byte
+	err = eachObject(data, func(obj map[string]any) error {
+		if !scaleObjectToZero(obj) {
+			return nil
+		}
+		y, err := yaml.Marshal(obj)
+		out = append(out, y)
+		return err
+	})
+	return out, err
+}
+
+// eachObject calls f with every object of a YAML stream, decoded; documents of comments only
+// are skipped.
+func eachObject(data []byte, f func(obj map[string]any) error) error {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		js, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var obj map[string]any
-		if err := json.Unmarshal(js, &obj); err != nil || obj == nil {
+		if err := json.Unmarshal(js, &obj); err != nil {
+			return err
+		}
+		if obj == nil {
 			continue // comments only
 		}
-		if !scaleObjectToZero(obj) {
-			continue
+		if err := f(obj); err != nil {
+			return err
 		}
-		y, err := yaml.Marshal(obj)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, y)
 	}
 }
 

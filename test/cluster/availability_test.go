@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -48,17 +46,8 @@ func TestWebhookPodLossRefusesNothing(t *testing.T) {
 		return nil
 	})
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot--e2e--a%d", time.Now().Unix()%100000),
-		Labels: map[string]string{"gardener.cloud/role": "shoot"}}}
-	require.NoError(t, c.Create(ctx, ns))
-	t.Cleanup(func() { _ = c.Delete(ctx, ns) })
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-automount", Namespace: ns.Name}, AutomountServiceAccountToken: ptr.To(false)}
-	require.NoError(t, c.Create(ctx, sa))
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name},
-		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "127.0.0.1:25000/pause:1"}}},
-	}
-	// Both pods' caches know the ServiceAccount before the measured part (a miss is retried there).
+	pod := tokenMountPod(t, "a")
+	// The webhook knows the ServiceAccount before the measured part (assertTokenMounted retries until it does).
 	assertTokenMounted(t, c, pod)
 
 	var (

@@ -70,18 +70,25 @@ func confirmDeletion(crd *apiextensionsv1.CustomResourceDefinition) error {
 // projected-token-mount adds a projected token volume (a server-side dry run: the kube-apiserver
 // calls mutating webhooks for it, and no pod starts).
 func TestProjectedTokenMount(t *testing.T) {
+	assertTokenMounted(t, c, tokenMountPod(t, "m"))
+}
+
+// tokenMountPod makes a shoot-like namespace (removed after the test) with a ServiceAccount that
+// mounts no token, and returns a Pod of that account, not created: one projected-token-mount
+// (a fail-closed webhook of grm-webhooks) must mutate.
+func tokenMountPod(t *testing.T, prefix string) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot--e2e--m%d", time.Now().Unix()%100000),
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shoot--e2e--%s%d", prefix, time.Now().Unix()%100000),
 		Labels: map[string]string{"gardener.cloud/role": "shoot"}}}
 	require.NoError(t, c.Create(ctx, ns))
 	t.Cleanup(func() { _ = c.Delete(ctx, ns) })
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-automount", Namespace: ns.Name}, AutomountServiceAccountToken: ptr.To(false)}
 	require.NoError(t, c.Create(ctx, sa))
-	pod := &corev1.Pod{
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name},
 		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "127.0.0.1:25000/pause:1"}}},
 	}
-	assertTokenMounted(t, c, pod)
 }
 
 // assertTokenMounted creates pod (a server-side dry run) through cl's kube-apiserver, whose

@@ -81,6 +81,7 @@ e2e-cluster:
 cluster-up:
 	hack/cluster.sh up
 cluster-deploy:
+	hack/cluster.sh release
 	hack/cluster.sh deploy
 cluster-down:
 	hack/cluster.sh down

@@ -4,7 +4,9 @@
 #
 #   hack/cluster.sh up       control plane, node, registry, DNS, ingress; Knative Serving (core) and
 #                            Eventing (core, MT-channel-based Broker, InMemoryChannel), all Ready
-#   hack/cluster.sh deploy   `ko apply -f config/` of this repository, the way the README says
+#   hack/cluster.sh release  `make release` of this repository into the cluster's registry ($D/release/)
+#   hack/cluster.sh deploy   installs that release the way docs/deployment.md says: kubectl apply -f and
+#                            the documented inputs, no Go, no ko
 #   hack/cluster.sh down     stops everything and leaves the host as it found it
 #   hack/cluster.sh env      prints KUBECONFIG, REGISTRY and friends for a shell or a test
 #   hack/cluster.sh warm     builds what up builds, starts nothing (no root needed; as root, also installs Debian's packages)
@@ -24,6 +26,11 @@ POD_CIDR=10.244.0.0/24 POD_RANGE=10.244.0.0/16 SVC_CIDR=10.96.0.0/24
 POD_BRIDGE=gk-pods0 SVC_BRIDGE=gk-svc0 CHAIN=GK-CLUSTER
 NODE=gk-node
 ETCD_PORT=22379 API_PORT=26443 REGISTRY=127.0.0.1:25000 INGRESS_PORT=28080 INGRESS_TLS_PORT=28443
+# The ingress's public entry, what a cluster's external load balancer exposes: only Knative's
+# public routes are served on it, cluster-local ones on INGRESS_PORT and INGRESS_TLS_PORT only.
+INGRESS_PUBLIC_PORT=28081
+# The version `release` builds and `deploy` installs (a pre-release of nothing: only this cluster has it).
+RELEASE_VERSION=${RELEASE_VERSION:-v0.0.0-cluster}
 # The kernel settings kubelet and kube-proxy change; `down` restores what `up` found.
 SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys
 kernel/keys/root_maxbytes net/ipv4/conf/all/route_localnet net/bridge/bridge-nf-call-iptables net/ipv4/ip_forward"
@@ -301,9 +308,11 @@ knative_up() {
     sed -n '/^apiVersion:/,$p' "$f" | sed 's/^\(  [a-z0-9-]*\): .*@sha256:.*/\1: ""/'
   done >>"$D/eventing.yaml"
   apply_retrying "$D/eventing.yaml"
-  # Traefik runs on the host; a Service with an EndpointSlice to the host stands for it in the cluster.
+  # Traefik runs on the host; Services with an EndpointSlice to the host stand for it in the cluster:
+  # traefik for its private entries (Knative's cluster-local routes), traefik-public for the public one.
   kc create namespace traefik >/dev/null
   kc -n traefik create service clusterip traefik --tcp=80:$INGRESS_PORT --tcp=443:$INGRESS_TLS_PORT >/dev/null
+  kc -n traefik create service clusterip traefik-public --tcp=80:$INGRESS_PUBLIC_PORT >/dev/null
   kc -n traefik apply -f - >/dev/null <<ES
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -311,6 +320,13 @@ metadata: {name: traefik-host, labels: {kubernetes.io/service-name: traefik}}
 addressType: IPv4
 endpoints: [{addresses: ["$hostip"], conditions: {ready: true}}]
 ports: [{name: 80-$INGRESS_PORT, port: $INGRESS_PORT, protocol: TCP}, {name: 443-$INGRESS_TLS_PORT, port: $INGRESS_TLS_PORT, protocol: TCP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: traefik-public-host, labels: {kubernetes.io/service-name: traefik-public}}
+addressType: IPv4
+endpoints: [{addresses: ["$hostip"], conditions: {ready: true}}]
+ports: [{name: 80-$INGRESS_PUBLIC_PORT, port: $INGRESS_PUBLIC_PORT, protocol: TCP}]
 ES
   cp "$D/pki/apiserver.crt" "$D/pki/ca.crt"
   start traefik "$assets/traefik" --global.checknewversion=false --global.sendanonymoususage=false \
@@ -318,8 +334,9 @@ ES
     --providers.knative.token=admintoken --providers.knative.certauthfilepath="$D/pki/ca.crt" \
     --entrypoints.web.address="$hostip:$INGRESS_PORT" --entrypoints.websecure.address="$hostip:$INGRESS_TLS_PORT" \
     --entrypoints.websecure.http.tls=true --providers.file.filename="$D/traefik-tls.yaml" \
-    --providers.knative.publicentrypoints=web,websecure --providers.knative.privateentrypoints=web,websecure \
-    --providers.knative.publicservice.name=traefik --providers.knative.publicservice.namespace=traefik \
+    --entrypoints.public.address="$hostip:$INGRESS_PUBLIC_PORT" \
+    --providers.knative.publicentrypoints=public --providers.knative.privateentrypoints=web,websecure \
+    --providers.knative.publicservice.name=traefik-public --providers.knative.publicservice.namespace=traefik \
     --providers.knative.privateservice.name=traefik --providers.knative.privateservice.namespace=traefik
   small_requests
   wait_deployments knative-serving 300
@@ -406,25 +423,41 @@ up() {
   log "cluster Ready in $(( $(date +%s) - t0 ))s"
   knative_up "$hostip"
   log "Knative Serving and Eventing Ready, $(( $(date +%s) - t0 ))s after up"
+  # What a garden cluster has (hack/clusterprep): Gardener's API as stand-in CRDs, the namespace garden.
+  (cd "$root" && go run ./hack/clusterprep) | kc apply --server-side -f - >"$D/logs/clusterprep.log"
   env_
 }
 
-# `ko apply -f config/` as the README says, into the local registry. Before it, hack/clusterprep
-# adds what a garden cluster has (Gardener's API as stand-in CRDs, the namespace garden) and what
-# an operator gives controllerinstallation (its seed's kubeconfig and name: the cluster plays the
-# seed too); after it, the webhook registrations get the ingress CA as their caBundle, as an
-# operator sets it (docs/deployment.md). DEPLOY_FILES names other files or folders to apply instead
-# of config/: config/scale-to-zero/ on a deployed config/ ends as `ko apply -f config/ -f
-# config/scale-to-zero/` does, without building config/'s images again (its own image is one).
+# release is `make release` into the cluster's registry: ko resolves each part of config/
+# (configgen.ReleaseParts) as a release job would, into $D/release/ (the release's files).
+release() {
+  assets=$(cat "$D/assets")
+  local t0
+  t0=$(date +%s)
+  (cd "$root" && KO_BIN="$assets/ko" KO_DOCKER_REPO="$REGISTRY/gardener-knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
+    KO_FLAGS="--insecure-registry --platform linux/amd64" PATH="$assets:$PATH" \
+    go run ./hack/release -version "$RELEASE_VERSION" -out "$D/release") >"$D/logs/release.log" 2>&1 ||
+    { tail -n 30 "$D/logs/release.log" >&2; die "make release VERSION=$RELEASE_VERSION failed"; }
+  log "release $RELEASE_VERSION built in $(( $(date +%s) - t0 ))s ($D/release)"
+}
+
+# deploy installs the release as docs/deployment.md tells an operator to, with kubectl only: the
+# part's file (DEPLOY_PART, default gardener-knative.yaml; gardener-knative-scale-to-zero.yaml on
+# top of it ends as `ko apply -f config/ -f config/scale-to-zero/` does) and controllerinstallation's
+# documented input, the Secret controllerinstallation-target: the kubeconfig and name of its seed
+# (the cluster plays the seed too). Then, until the registrations carry their caBundle themselves
+# (docs/deployment.md), they get the ingress CA as an operator sets it today.
 deploy() {
   assets=$(cat "$D/assets")
-  local t0 f args=()
+  local t0 part=${DEPLOY_PART:-gardener-knative.yaml}
   t0=$(date +%s)
-  for f in ${DEPLOY_FILES:-config/}; do args+=(-f "$f"); done
-  (cd "$root" && go run ./hack/clusterprep -seed-kubeconfig "$D/kubeconfig") | kc apply --server-side -f - >"$D/logs/clusterprep.log"
-  (cd "$root" && KO_DOCKER_REPO="$REGISTRY/gardener-knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
-    PATH="$assets:$PATH" KUBECONFIG="$D/kubeconfig" "$assets/ko" apply --insecure-registry --platform linux/amd64 "${args[@]}") \
-    >"$D/logs/ko-apply.log" 2>&1 || { tail -n 30 "$D/logs/ko-apply.log" >&2; die "ko apply ${args[*]} failed"; }
+  [ -f "$D/release/$part" ] || die "no release in $D/release: hack/cluster.sh release first"
+  kc apply -f "$D/release/$part" >"$D/logs/apply-release.log" 2>&1 ||
+    { tail -n 30 "$D/logs/apply-release.log" >&2; die "kubectl apply -f $part failed"; }
+  if ! kc -n gardener-knative get secret controllerinstallation-target >/dev/null 2>&1; then
+    kc -n gardener-knative create secret generic controllerinstallation-target \
+      --from-file=kubeconfig="$D/kubeconfig" --from-literal=seedName=local-seed >/dev/null # landscape.SeedName
+  fi
   local ca w
   ca=$(base64 -w0 <"$D/pki/ingress-ca.crt")
   for kind in mutatingwebhookconfigurations validatingwebhookconfigurations; do
@@ -436,7 +469,7 @@ print(json.dumps([{"op": "add", "path": "/webhooks/%d/clientConfig/caBundle" % i
         kc patch "$w" --type json -p "$(cat)" >/dev/null
     done
   done
-  log "ko apply ${args[*]} done in $(( $(date +%s) - t0 ))s"
+  log "kubectl apply -f $part done in $(( $(date +%s) - t0 ))s"
 }
 
 # warm builds what `up` builds and starts nothing, so that it can run beside other work (.ci/run
@@ -515,6 +548,8 @@ env_() {
   echo "export CLUSTER_ASSETS=$(cat "$D/assets")"
   echo "export CLUSTER_HOST_IP=$(cat "$D/hostip")"
   echo "export CLUSTER_INGRESS=$(cat "$D/hostip"):$INGRESS_PORT"
+  echo "export CLUSTER_INGRESS_PUBLIC=$(cat "$D/hostip"):$INGRESS_PUBLIC_PORT"
+  echo "export CLUSTER_RELEASE_VERSION=$RELEASE_VERSION"
   # The host's address on the pod bridge (the pods' gateway, a private address): what pods reach
   # of a server the suite runs on the host without TLS (test/cluster's chart registry).
   echo "export CLUSTER_POD_GATEWAY=$(ip -4 -o addr show "$POD_BRIDGE" | awk '{split($4, a, "/"); print a[1]}')"
@@ -522,9 +557,10 @@ env_() {
 
 case "${1:-}" in
   up) up ;;
+  release) release ;;
   deploy) deploy ;;
   down) down ;;
   env) env_ ;;
   warm) warm ;;
-  *) echo "usage: $0 up|deploy|down|env|warm" >&2; exit 2 ;;
+  *) echo "usage: $0 up|release|deploy|down|env|warm" >&2; exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The end-to-end suite on real pods (make e2e-cluster): brings up the one-node cluster with Knative
-# built from source (hack/cluster.sh up), deploys config/ with ko as the README says, runs
-# test/cluster, then deploys config/scale-to-zero/ and runs the scale-to-zero tests, then the samples; the cluster is
-# torn down on every exit (KEEP_CLUSTER=1 keeps it for a look). Needs root.
+# built from source (hack/cluster.sh up), builds a release of config/ (make release, into the
+# cluster's registry) and installs it as an operator does, with kubectl apply -f, runs test/cluster,
+# then installs the release's scale-to-zero part and runs the scale-to-zero tests, then the samples;
+# the cluster is torn down on every exit (KEEP_CLUSTER=1 keeps it for a look). Needs root.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cluster="$root/hack/cluster.sh"
@@ -22,19 +23,21 @@ trap 'exit 130' INT TERM
 t0=$(date +%s)
 "$cluster" up >/dev/null
 t1=$(date +%s)
+"$cluster" release
+t2=$(date +%s)
 "$cluster" deploy
 eval "$("$cluster" env)"
-echo "e2e-cluster: cluster and Knative up in $((t1 - t0))s; ko apply -f config/ and everything Ready follow"
+echo "e2e-cluster: cluster and Knative up in $((t1 - t0))s, release built in $((t2 - t1))s; kubectl apply -f of it and everything Ready follow"
 python3 "$root/hack/registry-sizes.py" "$REGISTRY"
 cd "$root"
 # The deployed config/ first (min-scale 1 for the fail-closed webhooks): Ready, then at work.
 go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
-echo "e2e-cluster: from ko apply to all Ready: $(( $(date +%s) - t1 ))s"
-go test -count=1 -timeout 30m -v -run 'TestCRDDeletionProtection|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
+echo "e2e-cluster: from kubectl apply to all Ready: $(( $(date +%s) - t2 ))s"
+go test -count=1 -timeout 30m -v -run 'TestReleaseInstalled|TestNothingReachableFromOutside|TestCRDDeletionProtection|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
 
-# Then the scale-to-zero variant on top (every Service may scale to zero, webhook timeouts 30 s): on
-# the deployed config/, the same end state as `ko apply -f config/ -f config/scale-to-zero/`.
-DEPLOY_FILES=config/scale-to-zero/ "$cluster" deploy
+# Then the release's scale-to-zero variant on top (every Service may scale to zero, webhook timeouts
+# 30 s): the same end state as `ko apply -f config/ -f config/scale-to-zero/`.
+DEPLOY_PART=gardener-knative-scale-to-zero.yaml "$cluster" deploy
 go test -count=1 -timeout 30m -v -run 'TestScaleToZero|TestAdmissionFromZero' ./test/cluster/
 
 # Last, every function's samples of `make run` on the deployed system, its shoot enrolled with

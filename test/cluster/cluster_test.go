@@ -1,6 +1,7 @@
-// Package cluster_test drives gardener-knative as deployed by `ko apply -f config/` onto the
-// one-node cluster of hack/cluster.sh: Knative Serving and Eventing built from source, every
-// function and webhook a Knative Service on real pods, fed by Knative's own adapter code (in our
+// Package cluster_test drives gardener-knative as an operator installs it, a release of config/
+// applied with kubectl (hack/cluster.sh release and deploy), on the one-node cluster of
+// hack/cluster.sh: Knative Serving and Eventing built from source, every function and webhook a
+// Knative Service on real pods, fed by Knative's own adapter code (in our
 // cluster sources' pods) through a real Broker, called by a real kube-apiserver (docs/cluster.md).
 //
 //	make e2e-cluster      # up, deploy, this suite, down
@@ -30,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +45,11 @@ import (
 // namespace is where config/ deploys everything.
 const namespace = "gardener-knative"
 
-var c client.Client
+var (
+	c client.Client
+	// clientset is for what controller-runtime's client does not do (pod logs).
+	clientset kubernetes.Interface
+)
 
 func TestMain(m *testing.M) {
 	kubeconfig, dir := os.Getenv("KUBECONFIG"), os.Getenv("CLUSTER_DIR")
@@ -60,6 +66,9 @@ func TestMain(m *testing.M) {
 	// controller-runtime logs through its logger (envtest, for the shoots): nowhere here.
 	ctrllog.SetLogger(logr.Discard())
 	c, err = client.New(cfg, client.Options{Scheme: scheme.Gardener})
+	if err == nil {
+		clientset, err = kubernetes.NewForConfig(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

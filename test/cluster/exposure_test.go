@@ -1,0 +1,100 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var kingressGVK = schema.GroupVersionKind{Group: "networking.internal.knative.dev", Version: "v1alpha1", Kind: "IngressList"}
+
+// getThrough sends GET /healthz (every binary of ours serves it) to the ingress entry addr for host.
+func getThrough(addr, host string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Host = host
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// Nothing of ours is reachable from outside the cluster (docs/deployment.md): the ingress's public
+// entry (CLUSTER_INGRESS_PUBLIC, what a load balancer exposes; Traefik serves Knative's public
+// routes there and its cluster-local ones only on the private entries) refuses every host name of
+// every Knative Service in gardener-knative, and Knative gave none of them a public rule. Two
+// controls show the refusals are the routes' doing: a public Knative Service (dead-letter's image,
+// in default) is served on the public entry, and grm-webhooks, by the same host name, on the
+// private one.
+func TestNothingReachableFromOutside(t *testing.T) {
+	ctx := context.Background()
+	public, private := os.Getenv("CLUSTER_INGRESS_PUBLIC"), os.Getenv("CLUSTER_INGRESS")
+	require.NotEmpty(t, public, "CLUSTER_INGRESS_PUBLIC (hack/cluster.sh env)")
+
+	deadLetter := &unstructured.Unstructured{}
+	deadLetter.SetGroupVersionKind(ksvcGVK)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "dead-letter"}, deadLetter))
+	containers, _, _ := unstructured.NestedSlice(deadLetter.Object, "spec", "template", "spec", "containers")
+	require.NotEmpty(t, containers)
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "public-probe", "namespace": "default"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"image": containers[0].(map[string]any)["image"]}}}}},
+	}}
+	probe.SetGroupVersionKind(ksvcGVK)
+	require.NoError(t, c.Create(ctx, probe))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), probe) })
+	eventually(t, 3*time.Minute, "the public probe served on the public entry", func() error {
+		code, err := getThrough(public, "public-probe.default.svc.cluster.local")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("HTTP %d", code)
+		}
+		return err
+	})
+	eventually(t, time.Minute, "grm-webhooks served on the private entry", func() error {
+		code, err := getThrough(private, "grm-webhooks."+namespace+".svc.cluster.local")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("HTTP %d", code)
+		}
+		return err
+	})
+
+	services := &unstructured.UnstructuredList{}
+	services.SetGroupVersionKind(ksvcGVK.GroupVersion().WithKind("ServiceList"))
+	require.NoError(t, c.List(ctx, services, client.InNamespace(namespace)))
+	require.NotEmpty(t, services.Items)
+	refused := 0
+	for _, s := range services.Items {
+		for _, host := range []string{s.GetName() + "." + namespace + ".svc.cluster.local", s.GetName() + "." + namespace + ".svc", s.GetName() + "." + namespace} {
+			code, err := getThrough(public, host)
+			require.NoError(t, err, host)
+			require.Equal(t, http.StatusNotFound, code, "%s answered on the ingress's public entry", host)
+			refused++
+		}
+	}
+
+	ingresses := &unstructured.UnstructuredList{}
+	ingresses.SetGroupVersionKind(kingressGVK)
+	require.NoError(t, c.List(ctx, ingresses, client.InNamespace(namespace)))
+	require.Len(t, ingresses.Items, len(services.Items), "one Knative Ingress per Service")
+	for _, ing := range ingresses.Items {
+		rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+		require.NotEmpty(t, rules, "Knative Ingress %s", ing.GetName())
+		for _, r := range rules {
+			require.Equal(t, "ClusterLocal", r.(map[string]any)["visibility"], "Knative Ingress %s has a public rule", ing.GetName())
+		}
+	}
+	t.Logf("%d host names of %d Services refused on the public entry; the public probe served there", refused, len(services.Items))
+}

@@ -291,6 +291,11 @@ knative_up() {
   # Knative's webhook validates these ConfigMaps: retried until it serves.
   wait_for config-network 120 kc -n knative-serving patch configmap config-network --type merge \
     -p '{"data":{"ingress-class":"traefik.ingress.networking.knative.dev"}}'
+  # A landscape's external domain (RFC 2606's example.com, which goes nowhere), so that a public
+  # Service gets a public route at all: under Knative's default, svc.cluster.local, every route is
+  # cluster-local, and the public entry would refuse everything whatever a Service asks for.
+  wait_for config-domain 120 kc -n knative-serving patch configmap config-domain --type merge \
+    -p '{"data":{"example.com":""}}'
   wait_for config-autoscaler 120 kc -n knative-serving patch configmap config-autoscaler --type merge \
     -p '{"data":{"stable-window":"6s","scale-to-zero-grace-period":"6s"}}'
   wait_for config-deployment 120 kc -n knative-serving patch configmap config-deployment --type merge \

@@ -2,6 +2,7 @@
 """Prints the images of the one-node cluster's registry (hack/cluster.sh) and their compressed
 sizes (config plus layers), per repository prefix: Knative's and gardener-knative's apart."""
 import json
+import re
 import sys
 import urllib.request
 
@@ -19,11 +20,14 @@ def get(path):
 groups = {}
 for repo in get("/v2/_catalog")["repositories"]:
     for tag in get(f"/v2/{repo}/tags/list").get("tags") or []:
+        if tag.startswith("sha256-"):  # what ko attaches to an image (its SBOM), not an image
+            continue
         m = get(f"/v2/{repo}/manifests/{tag}")
         if "manifests" in m:  # an index: its linux/amd64 image
             m = get(f"/v2/{repo}/manifests/{m['manifests'][0]['digest']}")
         size = m["config"]["size"] + sum(layer["size"] for layer in m["layers"])
-        groups.setdefault(repo.split("/")[0], []).append((size, repo.split("/")[-1].rsplit("-", 1)[0]))
+        # ko names an image <name>-<md5 of its import path>, but for a release (--base-import-paths)
+        groups.setdefault(repo.split("/")[0], []).append((size, re.sub(r"-[0-9a-f]{32}$", "", repo.split("/")[-1])))
         break  # one tag per repository
 for group, images in sorted(groups.items()):
     images.sort()

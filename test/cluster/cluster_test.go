@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,11 +44,7 @@ import (
 // namespace is where config/ deploys everything.
 const namespace = "gardener-knative"
 
-var (
-	c client.Client
-	// clientset is for what controller-runtime's client does not do (pod logs).
-	clientset kubernetes.Interface
-)
+var c client.Client
 
 func TestMain(m *testing.M) {
 	kubeconfig, dir := os.Getenv("KUBECONFIG"), os.Getenv("CLUSTER_DIR")
@@ -66,9 +61,6 @@ func TestMain(m *testing.M) {
 	// controller-runtime logs through its logger (envtest, for the shoots): nowhere here.
 	ctrllog.SetLogger(logr.Discard())
 	c, err = client.New(cfg, client.Options{Scheme: scheme.Gardener})
-	if err == nil {
-		clientset, err = kubernetes.NewForConfig(cfg)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +36,8 @@ func getThrough(addr, host string) (int, error) {
 // Nothing of ours is reachable from outside the cluster (docs/deployment.md): the ingress's public
 // entry (CLUSTER_INGRESS_PUBLIC, what a load balancer exposes; Traefik serves Knative's public
 // routes there and its cluster-local ones only on the private entries) refuses every host name of
-// every Knative Service in gardener-knative, and Knative gave none of them a public rule. Two
+// every Knative Service in gardener-knative, on the landscape's external domain and the cluster's,
+// and Knative gave none of them a public rule. Two
 // controls show the refusals are the routes' doing: a public Knative Service (dead-letter's image,
 // in default) is served on the public entry, and grm-webhooks, by the same host name, on the
 // private one.
@@ -56,8 +59,24 @@ func TestNothingReachableFromOutside(t *testing.T) {
 	probe.SetGroupVersionKind(ksvcGVK)
 	require.NoError(t, c.Create(ctx, probe))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), probe) })
+	// Its URL is on the landscape's external domain (hack/cluster.sh sets config-domain).
+	var probeHost string
+	eventually(t, 2*time.Minute, "the public probe's URL", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(probe), probe); err != nil {
+			return err
+		}
+		u, _, _ := unstructured.NestedString(probe.Object, "status", "url")
+		parsed, err := url.Parse(u)
+		if err != nil || parsed.Host == "" {
+			return fmt.Errorf("no URL yet (%q)", u)
+		}
+		probeHost = parsed.Host
+		return nil
+	})
+	externalDomain := strings.TrimPrefix(probeHost, "public-probe.default.")
+	require.NotEqual(t, "svc.cluster.local", externalDomain, "the cluster has no external domain: Knative makes every route cluster-local")
 	eventually(t, 3*time.Minute, "the public probe served on the public entry", func() error {
-		code, err := getThrough(public, "public-probe.default.svc.cluster.local")
+		code, err := getThrough(public, probeHost)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("HTTP %d", code)
 		}
@@ -77,7 +96,8 @@ func TestNothingReachableFromOutside(t *testing.T) {
 	require.NotEmpty(t, services.Items)
 	refused := 0
 	for _, s := range services.Items {
-		for _, host := range []string{s.GetName() + "." + namespace + ".svc.cluster.local", s.GetName() + "." + namespace + ".svc", s.GetName() + "." + namespace} {
+		name := s.GetName() + "." + namespace
+		for _, host := range []string{name + "." + externalDomain, name + ".svc.cluster.local", name + ".svc", name} {
 			code, err := getThrough(public, host)
 			require.NoError(t, err, host)
 			require.Equal(t, http.StatusNotFound, code, "%s answered on the ingress's public entry", host)

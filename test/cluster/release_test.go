@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,8 +21,8 @@ import (
 
 // What runs is the release (hack/cluster.sh release and deploy: make release, then kubectl apply
 // -f of its file and the documented Secret, docs/deployment.md "Releases"): every Knative Service
-// of ours and every pod it runs carries the release's version, its images are the release's (by
-// digest, under readable names, in the registry the release pushed to), the binaries say the
+// of ours and every pod it runs carries the release's version, its images are the release's (tag
+// and digest, under readable names, in the registry the release pushed to), the binaries say the
 // version on their first log line, and controllerinstallation's Secret holds the seed name the
 // suite's landscape uses.
 func TestReleaseInstalled(t *testing.T) {
@@ -28,7 +30,7 @@ func TestReleaseInstalled(t *testing.T) {
 	version := os.Getenv("CLUSTER_RELEASE_VERSION")
 	require.NotEmpty(t, version, "CLUSTER_RELEASE_VERSION (hack/cluster.sh env)")
 	// ko's -B names an image by its import path's last element; without it a hash follows the name.
-	image := regexp.MustCompile(`^` + regexp.QuoteMeta(os.Getenv("REGISTRY")+"/gardener-knative/") + `[a-z0-9-]+@sha256:[0-9a-f]{64}$`)
+	image := regexp.MustCompile(`^` + regexp.QuoteMeta(os.Getenv("REGISTRY")+"/gardener-knative/") + `[a-z0-9-]+:` + regexp.QuoteMeta(version) + `@sha256:[0-9a-f]{64}$`)
 	koHashedName := regexp.MustCompile(`-[0-9a-f]{32}@`)
 
 	services := &unstructured.UnstructuredList{}
@@ -56,13 +58,17 @@ func TestReleaseInstalled(t *testing.T) {
 
 	webhookPods := readyPodsOf(t, "grm-webhooks")
 	require.NotEmpty(t, webhookPods)
-	logs, err := clientset.CoreV1().Pods(namespace).GetLogs(webhookPods[0].Name, &corev1.PodLogOptions{Container: "webhooks"}).Stream(ctx)
+	// The kubelet's log file of the container (CRI format: time, stream, tag, line), read on the
+	// host: kube-apiserver reaches no kubelet here (its egress proxy resolves cluster names only).
+	p := webhookPods[0]
+	logs, err := os.Open(filepath.Join(os.Getenv("CLUSTER_DIR"), "pod-logs", p.Namespace+"_"+p.Name+"_"+string(p.UID), "webhooks", "0.log"))
 	require.NoError(t, err)
 	defer logs.Close()
 	var started map[string]any
 	for lines := bufio.NewScanner(logs); lines.Scan() && started == nil; {
 		var line map[string]any
-		if json.Unmarshal(lines.Bytes(), &line) == nil && line["msg"] == "starting" {
+		fields := strings.SplitN(lines.Text(), " ", 4)
+		if len(fields) == 4 && json.Unmarshal([]byte(fields[3]), &line) == nil && line["msg"] == "starting" {
 			started = line
 		}
 	}

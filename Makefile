@@ -43,10 +43,10 @@ generate:
 	go run ./hack/genconfig
 
 ## release: VERSION=v1.2.3 KO_DOCKER_REPO=<registry>: resolved manifests of each part of config/ in
-## .cache/release/$(VERSION)/ (images by digest, readable names, versioned; docs/deployment.md)
+## .cache/release/$(VERSION)/, or RELEASE_DIR (images by digest, readable names, versioned; docs/deployment.md)
 release:
 	@[ -n "$(VERSION)" ] || { echo "make release VERSION=v1.2.3"; exit 1; }
-	$(KO) go run ./hack/release -version $(VERSION)
+	$(KO) go run ./hack/release -version $(VERSION) $(if $(RELEASE_DIR),-out $(RELEASE_DIR))
 
 ## bench: benchmarks (speed and allocations), never run as tests
 bench:

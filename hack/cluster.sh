@@ -436,12 +436,11 @@ up() {
 # release is `make release` into the cluster's registry: ko resolves each part of config/
 # (configgen.ReleaseParts) as a release job would, into $D/release/ (the release's files).
 release() {
-  assets=$(cat "$D/assets")
   local t0
   t0=$(date +%s)
-  (cd "$root" && KO_BIN="$assets/ko" KO_DOCKER_REPO="$REGISTRY/gardener-knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
-    KO_FLAGS="--insecure-registry --platform linux/amd64" PATH="$assets:$PATH" \
-    go run ./hack/release -version "$RELEASE_VERSION" -out "$D/release") >"$D/logs/release.log" 2>&1 ||
+  KO_DOCKER_REPO="$REGISTRY/gardener-knative" KO_DEFAULTBASEIMAGE="$REGISTRY/base:nonroot" \
+    KO_FLAGS="--insecure-registry --platform linux/amd64" \
+    make -C "$root" release VERSION="$RELEASE_VERSION" RELEASE_DIR="$D/release" >"$D/logs/release.log" 2>&1 ||
     { tail -n 30 "$D/logs/release.log" >&2; die "make release VERSION=$RELEASE_VERSION failed"; }
   log "release $RELEASE_VERSION built in $(( $(date +%s) - t0 ))s ($D/release)"
 }

@@ -30,7 +30,7 @@ eval "$("$cluster" env)"
 echo "e2e-cluster: cluster and Knative up in $((t1 - t0))s, release built in $((t2 - t1))s; kubectl apply -f of it and everything Ready follow"
 python3 "$root/hack/registry-sizes.py" "$REGISTRY"
 cd "$root"
-# The deployed config/ first (min-scale 1 for the fail-closed webhooks): Ready, then at work.
+# The installed release first (min-scale 2 for the fail-closed webhooks): Ready, then at work.
 go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
 echo "e2e-cluster: from kubectl apply to all Ready: $(( $(date +%s) - t2 ))s"
 go test -count=1 -timeout 30m -v -run 'TestReleaseInstalled|TestNothingReachableFromOutside|TestCRDDeletionProtection|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/

@@ -1,10 +1,10 @@
 // Package cluster_test drives gardener-knative as an operator installs it, a release of config/
 // applied with kubectl (hack/cluster.sh release and deploy), on the one-node cluster of
 // hack/cluster.sh: Knative Serving and Eventing built from source, every function and webhook a
-// Knative Service on real pods, fed by Knative's own adapter code (in our
-// cluster sources' pods) through a real Broker, called by a real kube-apiserver (docs/cluster.md).
+// Knative Service on real pods, fed by Knative's own adapter code (in our cluster sources' pods)
+// through a real Broker, called by a real kube-apiserver (docs/cluster.md).
 //
-//	make e2e-cluster      # up, deploy, this suite, down
+//	make e2e-cluster      # up, release, deploy, this suite, down
 //
 // It needs the cluster's KUBECONFIG and CLUSTER_DIR (hack/cluster.sh env) and skips without them,
 // so that `go test ./...` stays a machine-independent run.
@@ -103,6 +103,16 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 }
 
 var ksvcGVK = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}
+
+// ourServices lists the Knative Services in gardener-knative.
+func ourServices(t *testing.T) []unstructured.Unstructured {
+	t.Helper()
+	services := &unstructured.UnstructuredList{}
+	services.SetGroupVersionKind(ksvcGVK.GroupVersion().WithKind("ServiceList"))
+	require.NoError(t, c.List(context.Background(), services, client.InNamespace(namespace)))
+	require.NotEmpty(t, services.Items)
+	return services.Items
+}
 
 // Every object config/ deploys for the functions is accepted and reconciled by real Knative: each
 // function's Knative Service, the Broker, the shared sources, each Trigger and PingSource; the

@@ -18,6 +18,18 @@ import (
 
 var kingressGVK = schema.GroupVersionKind{Group: "networking.internal.knative.dev", Version: "v1alpha1", Kind: "IngressList"}
 
+// servedThrough waits until the ingress entry addr serves host: GET /healthz answered 200.
+func servedThrough(t *testing.T, addr, host string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, host+" served on "+addr, func() error {
+		code, err := getThrough(addr, host)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("HTTP %d", code)
+		}
+		return err
+	})
+}
+
 // getThrough sends GET /healthz (every binary of ours serves it) to the ingress entry addr for host.
 func getThrough(addr, host string) (int, error) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/healthz", nil)
@@ -37,10 +49,9 @@ func getThrough(addr, host string) (int, error) {
 // entry (CLUSTER_INGRESS_PUBLIC, what a load balancer exposes; Traefik serves Knative's public
 // routes there and its cluster-local ones only on the private entries) refuses every host name of
 // every Knative Service in gardener-knative, on the landscape's external domain and the cluster's,
-// and Knative gave none of them a public rule. Two
-// controls show the refusals are the routes' doing: a public Knative Service (dead-letter's image,
-// in default) is served on the public entry, and grm-webhooks, by the same host name, on the
-// private one.
+// and Knative gave none of them a public rule. Two controls show the refusals are the routes'
+// doing: a public Knative Service (dead-letter's image, in default) is served on the public entry,
+// and grm-webhooks, by the same host name, on the private one.
 func TestNothingReachableFromOutside(t *testing.T) {
 	ctx := context.Background()
 	public, private := os.Getenv("CLUSTER_INGRESS_PUBLIC"), os.Getenv("CLUSTER_INGRESS")
@@ -75,27 +86,12 @@ func TestNothingReachableFromOutside(t *testing.T) {
 	})
 	externalDomain := strings.TrimPrefix(probeHost, "public-probe.default.")
 	require.NotEqual(t, "svc.cluster.local", externalDomain, "the cluster has no external domain: Knative makes every route cluster-local")
-	eventually(t, 3*time.Minute, "the public probe served on the public entry", func() error {
-		code, err := getThrough(public, probeHost)
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("HTTP %d", code)
-		}
-		return err
-	})
-	eventually(t, time.Minute, "grm-webhooks served on the private entry", func() error {
-		code, err := getThrough(private, "grm-webhooks."+namespace+".svc.cluster.local")
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("HTTP %d", code)
-		}
-		return err
-	})
+	servedThrough(t, public, probeHost, 3*time.Minute)
+	servedThrough(t, private, "grm-webhooks."+namespace+".svc.cluster.local", time.Minute)
 
-	services := &unstructured.UnstructuredList{}
-	services.SetGroupVersionKind(ksvcGVK.GroupVersion().WithKind("ServiceList"))
-	require.NoError(t, c.List(ctx, services, client.InNamespace(namespace)))
-	require.NotEmpty(t, services.Items)
+	services := ourServices(t)
 	refused := 0
-	for _, s := range services.Items {
+	for _, s := range services {
 		name := s.GetName() + "." + namespace
 		for _, host := range []string{name + "." + externalDomain, name + ".svc.cluster.local", name + ".svc", name} {
 			code, err := getThrough(public, host)
@@ -108,7 +104,7 @@ func TestNothingReachableFromOutside(t *testing.T) {
 	ingresses := &unstructured.UnstructuredList{}
 	ingresses.SetGroupVersionKind(kingressGVK)
 	require.NoError(t, c.List(ctx, ingresses, client.InNamespace(namespace)))
-	require.Len(t, ingresses.Items, len(services.Items), "one Knative Ingress per Service")
+	require.Len(t, ingresses.Items, len(services), "one Knative Ingress per Service")
 	for _, ing := range ingresses.Items {
 		rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
 		require.NotEmpty(t, rules, "Knative Ingress %s", ing.GetName())
@@ -116,5 +112,5 @@ func TestNothingReachableFromOutside(t *testing.T) {
 			require.Equal(t, "ClusterLocal", r.(map[string]any)["visibility"], "Knative Ingress %s has a public rule", ing.GetName())
 		}
 	}
-	t.Logf("%d host names of %d Services refused on the public entry; the public probe served there", refused, len(services.Items))
+	t.Logf("%d host names of %d Services refused on the public entry; the public probe served there", refused, len(services))
 }

@@ -33,11 +33,8 @@ func TestReleaseInstalled(t *testing.T) {
 	image := regexp.MustCompile(`^` + regexp.QuoteMeta(os.Getenv("REGISTRY")+"/gardener-knative/") + `[a-z0-9-]+:` + regexp.QuoteMeta(version) + `@sha256:[0-9a-f]{64}$`)
 	koHashedName := regexp.MustCompile(`-[0-9a-f]{32}@`)
 
-	services := &unstructured.UnstructuredList{}
-	services.SetGroupVersionKind(ksvcGVK.GroupVersion().WithKind("ServiceList"))
-	require.NoError(t, c.List(ctx, services, client.InNamespace(namespace)))
-	require.NotEmpty(t, services.Items)
-	for _, s := range services.Items {
+	services := ourServices(t)
+	for _, s := range services {
 		require.Equal(t, version, s.GetLabels()[configgen.VersionLabel], "Knative Service %s", s.GetName())
 		podLabels, _, _ := unstructured.NestedStringMap(s.Object, "spec", "template", "metadata", "labels")
 		require.Equal(t, version, podLabels[configgen.VersionLabel], "Knative Service %s's pod template", s.GetName())
@@ -78,5 +75,5 @@ func TestReleaseInstalled(t *testing.T) {
 	secret := &corev1.Secret{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "controllerinstallation-target"}, secret))
 	require.Equal(t, landscape.SeedName, string(secret.Data["seedName"]), "hack/cluster.sh deploy's seed name")
-	t.Logf("%d Knative Services and %d pods of release %s, images by digest under readable names", len(services.Items), len(pods.Items), version)
+	t.Logf("%d Knative Services and %d pods of release %s, images by digest under readable names", len(services), len(pods.Items), version)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shootstate"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/tokeninvalidator"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/tokenrequestor"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
@@ -62,6 +63,7 @@ var All = []*function.Function{
 	node.Function,
 	csrapprover.Function,
 	networkpolicy.Function,
+	webhookcertificates.Function,
 }
 
 // ByName returns the function with the given name.

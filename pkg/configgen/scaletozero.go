@@ -9,10 +9,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
+	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 const (
@@ -23,7 +28,21 @@ const (
 	minScale = "autoscaling.knative.dev/min-scale"
 	// maxWebhookTimeoutSeconds is the longest an admission webhook may take (admissionregistration/v1).
 	maxWebhookTimeoutSeconds = 30
+	// IngressCASecret is the operator's input of the scale-to-zero variant: a Secret in our
+	// namespace whose ca.crt is the CA of Knative's cluster-local TLS, which its registrations
+	// trust, since a Service that scales to zero is reached through Knative's ingress.
+	IngressCASecret = "knative-ingress-ca"
+	// directSuffix names the plain Service that reaches a Knative Service's own TLS port.
+	directSuffix = "-tls"
+	// servingNamespace is where our Services run.
+	servingNamespace = sources.Namespace
 )
+
+// ownTLS is what a Knative Service adds to serve its own certificate (config/grm-webhooks.yaml):
+// the variant drops it, since no registration reaches it there.
+var ownTLS = map[string]bool{"TLS_PORT": true, "TLS_CERT_FILE": true, "TLS_KEY_FILE": true}
+
+const ownTLSVolume = "tls"
 
 // ScaleToZeroFolders are the folders of config/ that have a scale-to-zero variant, each in the same
 // folder under ScaleToZeroDir: config/ itself (the seed's), config/shoot/ and config/shoot-opt-in/
@@ -32,10 +51,13 @@ const (
 var ScaleToZeroFolders = []string{".", "shoot", "shoot-opt-in"}
 
 // ScaleToZero derives the scale-to-zero variant of the manifests in one folder of configDir:
-// every Knative Service that keeps replicas (min-scale) gets min-scale "0", and every webhook
-// registration gets the longest timeout the API allows, so that a cold start through Knative has
-// a chance to finish inside an admission request. Only changed objects are written; applied after
-// config/ they override it (`ko apply -f config/ -f config/scale-to-zero/`).
+// every Knative Service that keeps replicas (min-scale) gets min-scale "0" and serves no TLS of
+// its own, and every webhook registration gets the longest timeout the API allows, so that a cold
+// start through Knative has a chance to finish inside an admission request. A registration that
+// reaches a Service's own TLS port (clientConfig.service <name>-tls) goes through Knative's
+// ingress instead (clientConfig.url), which wakes it, and trusts the ingress's CA
+// (IngressCASecret). Only changed objects are written; applied after config/ they override it
+// (`ko apply -f config/ -f config/scale-to-zero/`).
 func ScaleToZero(configDir, folder string) ([]File, error) {
 	var files []File
 	paths, err := filepath.Glob(filepath.Join(configDir, folder, "*.yaml"))
@@ -130,17 +152,73 @@ func scaleObjectToZero(obj map[string]any) bool {
 			return false
 		}
 		annotations[minScale] = "0"
+		dropOwnTLS(nestedMap(obj, "spec", "template", "spec"))
 		return true
 	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 		webhooks, _ := obj["webhooks"].([]any)
+		throughIngress := false
 		for _, w := range webhooks {
 			if m, ok := w.(map[string]any); ok {
 				m["timeoutSeconds"] = maxWebhookTimeoutSeconds
+				throughIngress = viaIngress(nestedMap(m, "clientConfig")) || throughIngress
 			}
+		}
+		if throughIngress {
+			metadata := nestedMap(obj, "metadata")
+			annotations, _ := metadata["annotations"].(map[string]any)
+			if annotations == nil {
+				annotations = map[string]any{}
+				metadata["annotations"] = annotations
+			}
+			annotations[webhookcertificates.AnnotationInjectFromSecret] = servingNamespace + "/" + IngressCASecret
 		}
 		return len(webhooks) > 0
 	}
 	return false
+}
+
+// viaIngress turns a client configuration that names one of our Services' own TLS ports into the
+// URL of the Knative Service behind it, and reports whether it did.
+func viaIngress(clientConfig map[string]any) bool {
+	service := nestedMap(clientConfig, "service")
+	name, _ := service["name"].(string)
+	if service == nil || service["namespace"] != servingNamespace || !strings.HasSuffix(name, directSuffix) {
+		return false
+	}
+	path, _ := service["path"].(string)
+	delete(clientConfig, "service")
+	clientConfig["url"] = "https://" + strings.TrimSuffix(name, directSuffix) + "." + servingNamespace + ".svc.cluster.local" + path
+	return true
+}
+
+// dropOwnTLS removes ownTLS from a Knative Service's pod spec.
+func dropOwnTLS(podSpec map[string]any) {
+	containers, _ := podSpec["containers"].([]any)
+	for _, c := range containers {
+		if container, ok := c.(map[string]any); ok {
+			filter(container, "env", func(e map[string]any) bool { return ownTLS[fmt.Sprint(e["name"])] })
+			filter(container, "volumeMounts", func(m map[string]any) bool { return m["name"] == ownTLSVolume })
+		}
+	}
+	filter(podSpec, "volumes", func(v map[string]any) bool { return v["name"] == ownTLSVolume })
+}
+
+// filter removes from the list obj[key] the maps that drop matches, and the key once the list is
+// empty.
+func filter(obj map[string]any, key string, drop func(map[string]any) bool) {
+	items, ok := obj[key].([]any)
+	if !ok {
+		return
+	}
+	kept := slices.DeleteFunc(items, func(item any) bool {
+		m, ok := item.(map[string]any)
+		return ok && drop(m)
+	})
+	if len(kept) == 0 {
+		delete(obj, key)
+	} else {
+		obj[key] = kept
+	}
 }
 
 func nestedMap(obj map[string]any, path ...string) map[string]any {

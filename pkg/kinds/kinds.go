@@ -10,6 +10,7 @@ import (
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	securityv1alpha1 "github.com/gardener/gardener/pkg/apis/security/v1alpha1"
 	seedmanagementv1alpha1 "github.com/gardener/gardener/pkg/apis/seedmanagement/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -99,6 +100,9 @@ var (
 	CSINode                   = function.NewClusterKind(storagev1.SchemeGroupVersion, "CSINode", "csinodes")
 	NetworkPolicy             = function.NewKind(networkingv1.SchemeGroupVersion, "NetworkPolicy", "networkpolicies")
 	Ingress                   = function.NewKind(networkingv1.SchemeGroupVersion, "Ingress", "ingresses")
+
+	MutatingWebhookConfiguration   = function.NewClusterKind(admissionregistrationv1.SchemeGroupVersion, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations")
+	ValidatingWebhookConfiguration = function.NewClusterKind(admissionregistrationv1.SchemeGroupVersion, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations")
 )
 
 // machine-controller-manager's Machine (a CRD in the seed, in each shoot's namespace).

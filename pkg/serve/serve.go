@@ -23,6 +23,10 @@ type Options struct {
 	Addr string
 	// TLSConfig serves TLS; nil serves plain HTTP.
 	TLSConfig *tls.Config
+	// TLSAddr, when set, serves TLS there and plain HTTP on Addr, the same routes on both: a
+	// Knative Service's pod answers its queue-proxy (plain) and kube-apiserver's direct calls
+	// through a Service of its own (TLS) at once.
+	TLSAddr string
 	// ShutdownTimeout bounds how long in-flight requests may finish once ctx ends.
 	ShutdownTimeout time.Duration
 	// Ready is told the listener's address once the server accepts connections.
@@ -43,36 +47,70 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 	})
 	app.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 
-	listener, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", opts.Addr, err)
+	if opts.TLSAddr != "" && opts.TLSConfig == nil {
+		return errors.New("a TLS address needs a TLS configuration")
 	}
-	if opts.TLSConfig != nil {
-		listener = tls.NewListener(listener, opts.TLSConfig)
+	listeners := []struct {
+		addr string
+		tls  *tls.Config
+	}{{opts.Addr, opts.TLSConfig}}
+	if opts.TLSAddr != "" {
+		listeners = []struct {
+			addr string
+			tls  *tls.Config
+		}{{opts.Addr, nil}, {opts.TLSAddr, opts.TLSConfig}}
 	}
 	// The standard library's own complaints (e.g. failed TLS handshakes) become structured too.
-	server := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
-	log.Info("serving", append([]any{"address", listener.Addr().String(), "tls", opts.TLSConfig != nil}, attrs...)...)
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	served := make(chan error, len(listeners))
+	var servers []*http.Server
+	var primary net.Addr
+	for _, l := range listeners {
+		listener, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, s := range servers {
+				_ = s.Close()
+			}
+			return fmt.Errorf("listening on %s: %w", l.addr, err)
+		}
+		if l.tls != nil {
+			listener = tls.NewListener(listener, l.tls)
+		}
+		server := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
+		servers = append(servers, server)
+		go func() { served <- server.Serve(listener) }()
+		log.Info("serving", append([]any{"address", listener.Addr().String(), "tls", l.tls != nil}, attrs...)...)
+		if primary == nil {
+			primary = listener.Addr()
+		}
+	}
 	if opts.Ready != nil {
-		opts.Ready(listener.Addr())
+		opts.Ready(primary)
 	}
 
+	var failed error
 	select {
-	case err := <-served:
-		return err
+	case failed = <-served:
 	case <-ctx.Done():
 	}
 	shuttingDown.Store(true)
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
 	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+	var errs []error
+	for _, server := range servers {
+		if err := server.Shutdown(shutdownCtx); err != nil {
+			errs = append(errs, fmt.Errorf("shutting down: %w", err))
+		}
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	remaining := len(servers)
+	if failed != nil {
+		errs, remaining = append(errs, failed), remaining-1
 	}
-	return nil
+	for range remaining {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

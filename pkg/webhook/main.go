@@ -29,6 +29,9 @@ type Config struct {
 	// unset serves plain HTTP for TLS terminated by the Knative ingress.
 	TLSCertFile string `envconfig:"TLS_CERT_FILE"`
 	TLSKeyFile  string `envconfig:"TLS_KEY_FILE"`
+	// TLSPort, with the certificate, serves TLS on this port and plain HTTP on PORT: Knative's
+	// queue-proxy calls PORT, kube-apiserver TLS_PORT through a Service of its own.
+	TLSPort int `envconfig:"TLS_PORT"`
 	// ResourceManagerConfig is a ResourceManagerConfiguration file (webhooks section).
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
 	// Webhooks names the webhooks to serve; unset serves those the component configuration
@@ -115,8 +118,12 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		}
 		webhooks = append(webhooks, wh)
 	}
+	var tlsAddr string
+	if cfg.TLSPort != 0 {
+		tlsAddr = net.JoinHostPort("", strconv.Itoa(cfg.TLSPort))
+	}
 	return Serve(ctx, ServeOptions{
-		Addr:     net.JoinHostPort("", strconv.Itoa(cfg.Port)),
+		Addr: net.JoinHostPort("", strconv.Itoa(cfg.Port)), TLSAddr: tlsAddr,
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
 		RequestTimeout: cfg.RequestTimeout, ShutdownTimeout: cfg.ShutdownTimeout,
 		Ready:   ready,

@@ -28,8 +28,10 @@ type ServeOptions struct {
 	// CertFile and KeyFile enable TLS (≥ 1.2); both files are watched and reloaded when they
 	// change. Empty means plain HTTP, for TLS terminated by the Knative ingress.
 	CertFile, KeyFile string
-	RequestTimeout    time.Duration
-	ShutdownTimeout   time.Duration
+	// TLSAddr, with the certificate, serves TLS there and plain HTTP on Addr.
+	TLSAddr         string
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
 	// Ready is told the listener's address once the server accepts connections.
 	Ready func(addr net.Addr)
 	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
@@ -164,5 +166,5 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 			tlsConfig.ClientAuth, tlsConfig.ClientCAs = tls.VerifyClientCertIfGiven, clientCAs
 		}
 	}
-	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
+	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
 }

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -82,6 +83,7 @@ func failClosedServices(t *testing.T) map[string][]string {
 		service, _, _ := strings.Cut(u.Hostname(), ".")
 		services[service] = append(services[service], why)
 	}
+	direct := directServices(t)
 	for _, m := range manifests(t) {
 		if strings.HasPrefix(m.file, configgen.ScaleToZeroDir+string(filepath.Separator)) {
 			continue // the variant that accepts cold starts on purpose
@@ -97,9 +99,16 @@ func failClosedServices(t *testing.T) map[string][]string {
 				if policy, _ := webhook["failurePolicy"].(string); policy == "Ignore" {
 					continue
 				}
+				why := m.file + ": " + webhook["name"].(string)
+				if name, ok, _ := unstructured.NestedString(webhook, "clientConfig", "service", "name"); ok {
+					knativeService, ok := direct[name]
+					require.True(t, ok, "%s: the Service %s is none of config/ that selects a Knative Service's pods", why, name)
+					services[knativeService] = append(services[knativeService], why)
+					continue
+				}
 				rawURL, _, _ := unstructured.NestedString(webhook, "clientConfig", "url")
-				require.NotEmpty(t, rawURL, "%s: %s: webhook %v has no clientConfig.url", m.file, describe(u), webhook["name"])
-				add(rawURL, m.file+": "+webhook["name"].(string))
+				require.NotEmpty(t, rawURL, "%s: %s: webhook %v has neither clientConfig.service nor url", m.file, describe(u), webhook["name"])
+				add(rawURL, why)
 			}
 		}
 	}
@@ -109,6 +118,73 @@ func failClosedServices(t *testing.T) map[string][]string {
 	require.NotNil(t, match, "the authorization webhook kubeconfig names no server")
 	add(string(match[1]), "shoot/authorization-webhook.kubeconfig.example")
 	return services
+}
+
+// directServices maps the plain Services of config/ that reach a Knative Service's pods
+// straight (config/grm-webhooks.yaml: a server's own TLS port) to that Knative Service.
+func directServices(t *testing.T) map[string]string {
+	t.Helper()
+	direct := map[string]string{}
+	for _, m := range manifests(t) {
+		for _, u := range m.objs {
+			if u.GetAPIVersion() != "v1" || u.GetKind() != "Service" {
+				continue
+			}
+			if selected, ok, _ := unstructured.NestedString(u.Object, "spec", "selector", knativeServiceLabel); ok {
+				direct[u.GetName()] = selected
+			}
+		}
+	}
+	return direct
+}
+
+// A Service that reaches a Knative Service's pods straight lands on the port where they serve TLS,
+// with the certificate issued for that Service: its Secret is the one they mount
+// (pkg/controller/webhookcertificates issues the Secret of a registration's Service).
+func TestDirectServicesReachTheServersOwnTLS(t *testing.T) {
+	knativeServices := map[string]*unstructured.Unstructured{}
+	var plain []*unstructured.Unstructured
+	for _, m := range manifests(t) {
+		if filepath.Dir(m.file) != "." {
+			continue
+		}
+		for _, u := range m.objs {
+			switch {
+			case isKnativeService(u):
+				knativeServices[u.GetName()] = u
+			case u.GetAPIVersion() == "v1" && u.GetKind() == "Service":
+				plain = append(plain, u)
+			}
+		}
+	}
+	direct := directServices(t)
+	require.Contains(t, direct, "grm-webhooks-tls")
+	for _, svc := range plain {
+		target, ok := direct[svc.GetName()]
+		if !ok {
+			continue
+		}
+		ksvc := knativeServices[target]
+		if !assert.NotNil(t, ksvc, "%s selects the pods of %s, no Knative Service of config/", svc.GetName(), target) {
+			continue
+		}
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		require.Len(t, ports, 1, svc.GetName())
+		targetPort := fmt.Sprint(ports[0].(map[string]any)["targetPort"])
+		containers, _, _ := unstructured.NestedSlice(ksvc.Object, "spec", "template", "spec", "containers")
+		env := map[string]string{}
+		for _, e := range containers[0].(map[string]any)["env"].([]any) {
+			env[fmt.Sprint(e.(map[string]any)["name"])] = fmt.Sprint(e.(map[string]any)["value"])
+		}
+		assert.Equal(t, targetPort, env["TLS_PORT"], "%s: its target port is not where %s serves TLS", svc.GetName(), target)
+		volumes, _, _ := unstructured.NestedSlice(ksvc.Object, "spec", "template", "spec", "volumes")
+		mounted := false
+		for _, v := range volumes {
+			name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
+			mounted = mounted || name == svc.GetName()
+		}
+		assert.True(t, mounted, "%s does not mount the Secret %s, the certificate issued for the Service", target, svc.GetName())
+	}
 }
 
 // A fail-closed webhook's Service survives the loss of a pod (docs/deployment.md, "Fail-closed

@@ -220,10 +220,7 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		validating = append(validating, v...)
 	}
 	local := func(cc *admissionregistrationv1.WebhookClientConfig) (bool, error) {
-		if cc.URL == nil {
-			return false, fmt.Errorf("webhook client config without url")
-		}
-		u, err := url.Parse(*cc.URL)
+		u, err := registeredURL(cc)
 		if err != nil {
 			return false, err
 		}
@@ -236,7 +233,7 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 			return false, nil
 		}
 		u.Host = servingAddr()
-		cc.URL = ptrTo(u.String())
+		cc.URL, cc.Service = ptrTo(u.String()), nil
 		cc.CABundle = serving.LocalServingCAData
 		return true, nil
 	}
@@ -315,7 +312,7 @@ func installRegistration(t *testing.T, file, suffix string, probe func(ctx conte
 		c.Name += suffix
 		for i := range c.Webhooks {
 			cc := &c.Webhooks[i].ClientConfig
-			u, err := url.Parse(*cc.URL)
+			u, err := registeredURL(cc)
 			require.NoError(t, err)
 			// A shoot template addresses a tenant of the multi-tenant server; this one is
 			// single-tenant and its target plays the shoot.
@@ -323,12 +320,24 @@ func installRegistration(t *testing.T, file, suffix string, probe func(ctx conte
 				u.Path = rest
 			}
 			u.Host = servingAddr()
-			cc.URL, cc.CABundle = ptrTo(u.String()), serving.LocalServingCAData
+			cc.URL, cc.Service, cc.CABundle = ptrTo(u.String()), nil, serving.LocalServingCAData
 		}
 		require.NoError(t, target.Client.Create(ctx, c))
 		t.Cleanup(func() { assert.NoError(t, target.Client.Delete(context.Background(), c)) })
 	}
 	waitForWebhook(t, probe)
+}
+
+// registeredURL is where a registration sends its requests: its url, or its Service's path (the
+// seed's registrations reach the servers' own TLS port, config/grm-webhooks.yaml).
+func registeredURL(cc *admissionregistrationv1.WebhookClientConfig) (*url.URL, error) {
+	switch {
+	case cc.URL != nil:
+		return url.Parse(*cc.URL)
+	case cc.Service != nil && cc.Service.Path != nil:
+		return &url.URL{Scheme: "https", Host: cc.Service.Name + "." + cc.Service.Namespace + ".svc", Path: *cc.Service.Path}, nil
+	}
+	return nil, errors.New("webhook client config without url or service path")
 }
 
 // waitForWebhook waits until the kube-apiserver calls a webhook whose configuration was just

@@ -378,8 +378,9 @@ small_requests() {
 }
 
 # Knative's cluster-local domain over TLS, terminated by Traefik with a certificate for
-# *.<namespace>.svc.cluster.local of a CA made here ($D/pki/ingress-ca.crt): what webhook
-# registrations by cluster-local URL need (deploy sets it as their caBundle).
+# *.<namespace>.svc.cluster.local of a CA made here ($D/pki/ingress-ca.crt): what registrations by
+# cluster-local URL trust (the scale-to-zero part's input knative-ingress-ca, the shoots'
+# enrolment, the authorizer's kubeconfig).
 ingress_tls() {
   local pki=$D/pki sans="DNS:*.gardener-knative.svc.cluster.local,DNS:*.default.svc.cluster.local,DNS:*.svc.cluster.local"
   openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=gardener-knative cluster ingress CA" \
@@ -447,32 +448,26 @@ release() {
 
 # deploy installs the release as docs/deployment.md tells an operator to, with kubectl only: the
 # part's file (DEPLOY_PART, default gardener-knative.yaml; gardener-knative-scale-to-zero.yaml on
-# top of it ends as `ko apply -f config/ -f config/scale-to-zero/` does) and controllerinstallation's
-# documented input, the Secret controllerinstallation-target: the kubeconfig and name of its seed
-# (the cluster plays the seed too). Then, until the registrations carry their caBundle themselves
-# (docs/deployment.md), they get the ingress CA as an operator sets it today.
+# top of it ends as `ko apply -f config/ -f config/scale-to-zero/` does) and its documented inputs:
+# controllerinstallation's Secret controllerinstallation-target (the kubeconfig and name of its
+# seed; the cluster plays the seed too) and, for the scale-to-zero part, the Secret
+# knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up), created first so that its
+# registrations trust the ingress at once. No caBundle is set here: webhookcertificates fills them.
 deploy() {
   assets=$(cat "$D/assets")
   local t0 part=${DEPLOY_PART:-gardener-knative.yaml}
   t0=$(date +%s)
   [ -f "$D/release/$part" ] || die "no release in $D/release: hack/cluster.sh release first"
+  if [[ $part == *scale-to-zero* ]] && ! kc -n gardener-knative get secret knative-ingress-ca >/dev/null 2>&1; then
+    kc create namespace gardener-knative --dry-run=client -o yaml | kc apply -f - >/dev/null
+    kc -n gardener-knative create secret generic knative-ingress-ca --from-file=ca.crt="$D/pki/ingress-ca.crt" >/dev/null
+  fi
   kc apply -f "$D/release/$part" >"$D/logs/apply-release.log" 2>&1 ||
     { tail -n 30 "$D/logs/apply-release.log" >&2; die "kubectl apply -f $part failed"; }
   if ! kc -n gardener-knative get secret controllerinstallation-target >/dev/null 2>&1; then
     kc -n gardener-knative create secret generic controllerinstallation-target \
       --from-file=kubeconfig="$D/kubeconfig" --from-literal=seedName=local-seed >/dev/null # landscape.SeedName
   fi
-  local ca w
-  ca=$(base64 -w0 <"$D/pki/ingress-ca.crt")
-  for kind in mutatingwebhookconfigurations validatingwebhookconfigurations; do
-    for w in $(kc get "$kind" -l app.kubernetes.io/part-of=gardener-knative -o name); do
-      kc get "$w" -o json | python3 -c '
-import json, sys
-o = json.load(sys.stdin)
-print(json.dumps([{"op": "add", "path": "/webhooks/%d/clientConfig/caBundle" % i, "value": sys.argv[1]} for i in range(len(o["webhooks"]))]))' "$ca" |
-        kc patch "$w" --type json -p "$(cat)" >/dev/null
-    done
-  done
   log "kubectl apply -f $part done in $(( $(date +%s) - t0 ))s"
 }
 

@@ -50,45 +50,11 @@ func TestWebhookPodLossRefusesNothing(t *testing.T) {
 	// The webhook knows the ServiceAccount before the measured part (assertTokenMounted retries until it does).
 	assertTokenMounted(t, c, pod)
 
-	var (
-		admitted atomic.Int64
-		mu       sync.Mutex
-		refused  []string
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
-	)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
-					mu.Lock()
-					refused = append(refused, time.Now().Format("15:04:05.000")+" "+err.Error())
-					mu.Unlock()
-					continue
-				}
-				admitted.Add(1)
-			}
-		}()
-	}
-	stopped := false
-	stopWorkers := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			wg.Wait()
-		}
-	}
-	defer stopWorkers()
+	load := admitUnderLoad(t, pod)
+	defer load.stop()
 
 	time.Sleep(3 * time.Second)
-	before := admitted.Load()
+	before := load.admitted.Load()
 	victim := readyPodsOf(t, service)[0]
 	require.NoError(t, c.SubResource("eviction").Create(ctx, &victim, &policyv1.Eviction{}), "the PodDisruptionBudget allows one eviction")
 	evicted := time.Now()
@@ -105,10 +71,59 @@ func TestWebhookPodLossRefusesNothing(t *testing.T) {
 		return nil
 	})
 	time.Sleep(3 * time.Second)
-	stopWorkers()
+	admitted, refused := load.stop()
 
 	t.Logf("%d dry-run Pod creations admitted (%d after the eviction, over %s until two pods served again), %d refused",
-		admitted.Load(), admitted.Load()-before, back.Round(time.Second), len(refused))
-	require.Greater(t, admitted.Load()-before, int64(10), "too few admissions after the eviction at %s to tell", evicted.Format("15:04:05"))
+		admitted, admitted-before, back.Round(time.Second), len(refused))
+	require.Greater(t, admitted-before, int64(10), "too few admissions after the eviction at %s to tell", evicted.Format("15:04:05"))
 	require.Empty(t, refused, "admission refused while a pod of %s was lost", service)
+}
+
+// admissionLoad is four workers creating a Pod (server-side dry runs) over and over, counting
+// what is admitted and what refused.
+type admissionLoad struct {
+	admitted atomic.Int64
+	mu       sync.Mutex
+	refused  []string
+	done     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+func admitUnderLoad(t *testing.T, pod *corev1.Pod) *admissionLoad {
+	t.Helper()
+	ctx := context.Background()
+	load := &admissionLoad{done: make(chan struct{})}
+	for range 4 {
+		load.wg.Add(1)
+		go func() {
+			defer load.wg.Done()
+			for {
+				select {
+				case <-load.done:
+					return
+				default:
+				}
+				if err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
+					load.mu.Lock()
+					load.refused = append(load.refused, time.Now().Format("15:04:05.000")+" "+err.Error())
+					load.mu.Unlock()
+					continue
+				}
+				load.admitted.Add(1)
+			}
+		}()
+	}
+	return load
+}
+
+// stop ends the workers (once) and returns the admitted count and the refusals.
+func (l *admissionLoad) stop() (int64, []string) {
+	l.once.Do(func() {
+		close(l.done)
+		l.wg.Wait()
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.admitted.Load(), l.refused
 }

@@ -1,0 +1,142 @@
+package cluster_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
+)
+
+// The fail-closed servers' certificate rotates while admission requests run
+// (docs/functions/webhookcertificates.md): an operator asks for a rotation on the Secret, the new
+// CA joins every registration's bundle, the new certificate is served once every registration
+// has trusted it for the promotion delay, and the pods present it after kubelet refreshed their
+// volume. Not one admission request is refused on the way, and every registration verifies the
+// new certificate.
+func TestWebhookCertificateRotation(t *testing.T) {
+	const service, tlsService = "grm-webhooks", "grm-webhooks-tls"
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "gardener-knative", Name: tlsService}
+	eventually(t, 3*time.Minute, service+" with two Ready pods", func() error {
+		if n := len(readyPodsOf(t, service)); n != 2 {
+			return fmt.Errorf("%d Ready pods", n)
+		}
+		return nil
+	})
+	pod := tokenMountPod(t, "r")
+	assertTokenMounted(t, c, pod)
+	secret := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, key, secret))
+	first := webhookcertificates.Read(secret.Data).Current
+	require.NotNil(t, first, "webhookcertificates issued no certificate")
+
+	load := admitUnderLoad(t, pod)
+	defer load.stop()
+	time.Sleep(3 * time.Second)
+	annotate(t, secret, v1beta1constants.OperationRotateCAStart)
+	started := time.Now()
+
+	prepared := eventually(t, 3*time.Minute, "the rotation prepared", func() error {
+		if err := c.Get(ctx, key, secret); err != nil {
+			return err
+		}
+		if webhookcertificates.Read(secret.Data).Pending == nil || secret.Annotations[v1beta1constants.GardenerOperation] != "" {
+			return errors.New("no certificate pending yet")
+		}
+		return nil
+	})
+	var second *corev1.Secret
+	promoted := eventually(t, 5*time.Minute, "the new certificate promoted", func() error {
+		if err := c.Get(ctx, key, secret); err != nil {
+			return err
+		}
+		if current := webhookcertificates.Read(secret.Data).Current; current != nil && string(current.Raw) != string(first.Raw) {
+			second = secret.DeepCopy()
+			return nil
+		}
+		// The delay has passed since every registration trusted it: the operator's reconcile
+		// brings the promotion without waiting for the next sweep.
+		if since, err := time.Parse(time.RFC3339, secret.Annotations[webhookcertificates.AnnotationTrustedSince]); err == nil &&
+			time.Since(since) > time.Minute+5*time.Second && secret.Annotations[v1beta1constants.GardenerOperation] == "" {
+			annotate(t, secret, v1beta1constants.GardenerOperationReconcile)
+		}
+		return errors.New("still serving the old certificate")
+	})
+	served := webhookcertificates.Read(second.Data).Current
+	reloaded := eventually(t, 4*time.Minute, "every pod presents the new certificate", func() error {
+		for _, p := range readyPodsOf(t, service) {
+			presented, err := presentedCertificate(p.Status.PodIP)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			if string(presented) != string(served.Raw) {
+				return fmt.Errorf("%s presents the old certificate", p.Name)
+			}
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	admitted, refused := load.stop()
+	t.Logf("rotation: prepared after %s, promoted %s later, presented by every pod %s later (%s in all); %d dry-run Pod creations admitted, %d refused",
+		prepared.Round(time.Second), promoted.Round(time.Second), reloaded.Round(time.Second), time.Since(started).Round(time.Second), admitted, len(refused))
+	require.Greater(t, admitted, int64(10), "too few admissions to tell")
+	require.Empty(t, refused, "admission refused during the rotation")
+
+	host := tlsService + ".gardener-knative.svc"
+	bundles := 0
+	mutating := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	require.NoError(t, c.List(ctx, mutating, client.MatchingLabels{"app.kubernetes.io/part-of": "gardener-knative"}))
+	validating := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	require.NoError(t, c.List(ctx, validating, client.MatchingLabels{"app.kubernetes.io/part-of": "gardener-knative"}))
+	var configs []admissionregistrationv1.WebhookClientConfig
+	for _, m := range mutating.Items {
+		for _, w := range m.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+	}
+	for _, v := range validating.Items {
+		for _, w := range v.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+	}
+	for _, cc := range configs {
+		if cc.Service != nil && cc.Service.Name == tlsService {
+			bundles++
+			assert.True(t, webhookcertificates.Verifies(cc.CABundle, served, host, time.Now()), "a registration of %s does not verify the new certificate", tlsService)
+		}
+	}
+	require.NotZero(t, bundles, "no registration names %s", tlsService)
+}
+
+// annotate sets gardener.cloud/operation on a Secret, as an operator does with kubectl annotate.
+func annotate(t *testing.T, secret *corev1.Secret, operation string) {
+	t.Helper()
+	patch := client.MergeFrom(secret.DeepCopy())
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, v1beta1constants.GardenerOperation, operation)
+	require.NoError(t, c.Patch(context.Background(), secret, patch))
+}
+
+// presentedCertificate is the certificate a server presents on its own TLS port (the one
+// grm-webhooks-tls targets), read straight from the pod's address.
+func presentedCertificate(podIP string) ([]byte, error) {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, "8443"), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only reads what is presented
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Raw, nil
+}

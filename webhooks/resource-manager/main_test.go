@@ -78,12 +78,29 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 		assert.True(t, servedNames[c.Name], "no Knative Service in config/ serves %s", c.Name)
 	}
 
+	// The plain Services in front of a Knative Service's own TLS port (config/grm-webhooks.yaml).
+	direct := map[string]string{}
+	for _, o := range objs {
+		if o.GetAPIVersion() == "v1" && o.GetKind() == "Service" {
+			if selected, ok, _ := unstructured.NestedString(o.Object, "spec", "selector", "serving.knative.dev/service"); ok {
+				direct[o.GetName()] = selected
+			}
+		}
+	}
 	registrations := 0
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig) {
 		registrations++
-		require.NotNil(t, cc.URL, "%s has no url", name)
-		u, err := url.Parse(*cc.URL)
-		require.NoError(t, err)
+		u := &url.URL{}
+		if cc.Service != nil {
+			require.NotNil(t, cc.Service.Path, "%s has no service path", name)
+			u.Host, u.Path = direct[cc.Service.Name], *cc.Service.Path
+			require.NotEmpty(t, u.Host, "%s: Service %s is none of config/ in front of a Knative Service", name, cc.Service.Name)
+		} else {
+			require.NotNil(t, cc.URL, "%s has neither service nor url", name)
+			var err error
+			u, err = url.Parse(*cc.URL)
+			require.NoError(t, err)
+		}
 		service := strings.Split(u.Hostname(), ".")[0]
 		path := u.Path
 		if _, rest, ok := webhook.ParseTenantPath(path, tenant.DefaultPrefix); ok {

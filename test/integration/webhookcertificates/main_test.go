@@ -28,8 +28,10 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-// start is the fake clock's start.
-var start = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+// start is the fake clock's start. It follows the wall clock because Knative's certificate maker
+// stamps NotBefore with the real time of the issue; an hour ahead, every certificate issued in a
+// test is already valid at start.
+var start = time.Now().Add(time.Hour).Truncate(time.Second)
 
 func newHarness(t *testing.T, options ...functiontest.Option) *functiontest.Harness {
 	t.Helper()

@@ -56,9 +56,11 @@ bench:
 coldstart:
 	go run ./hack/coldstart -runs 20
 
-## webhookload: every webhook's p50/p90/p99 under sequential and concurrent load against envtest (hack/webhookload)
+## webhookload: every webhook's p50/p90/p99 under sequential and concurrent load against envtest, side
+## by side with Gardener's own gardener-resource-manager (built once by hack/peers.sh) serving the
+## same webhooks (hack/webhookload; WEBHOOKLOAD_FLAGS, e.g. -n 2000 -webhooks crd-deletion-protection)
 webhookload:
-	$(ASSETS) go run ./hack/webhookload
+	$(ASSETS) peer=$$(hack/peers.sh); go run ./hack/webhookload -peer "$$peer" $(WEBHOOKLOAD_FLAGS)
 
 ## fuzz: run each fuzz target (they live in pkg/) for FUZZTIME; their seed corpora run in `make test`
 FUZZTIME ?= 30s

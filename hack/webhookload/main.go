@@ -1,24 +1,26 @@
 // Command webhookload measures the latency of every webhook the resource-manager server
-// serves under sustained load: it starts one envtest control plane, serves the webhooks
-// in-process over TLS as test/integration/webhooks does, creates the objects each webhook
-// reads, and sends each webhook realistic AdmissionReviews (SubjectAccessReviews for the
-// node-agent authorizer) at its Gardener path over loopback: -n requests one after the
-// other over one keep-alive connection, then -n requests from -c concurrent workers. It
-// prints requests, p50, p90, p99 and max per webhook and mode, and for the webhooks with
-// Gardener figures (issue 7) the ratio to them. Run it with `make webhookload`.
+// serves under sustained load: it starts one envtest control plane, creates the objects each
+// webhook reads, runs our server as config/ runs it (the binary of webhooks/resource-manager,
+// a process of its own, over TLS), and sends each webhook realistic AdmissionReviews
+// (SubjectAccessReviews for the node-agent authorizer) at its Gardener path over loopback: -n
+// requests one after the other over one keep-alive connection, then -n requests from -c
+// concurrent workers. With -peer, Gardener's own gardener-resource-manager (hack/peers.sh)
+// serves the same webhooks beside ours, a process too, with the same configuration file,
+// certificate and control plane, and both get the same requests interleaved in rounds, so that
+// both are measured in one run under the same noise. It prints requests, p50, p90, p99 and max
+// per webhook and mode, and with the peer its p50 and p99 and the ratio ours / Gardener's. Run
+// it with `make webhookload`.
 package main
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"runtime"
@@ -28,14 +30,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/extensionvalidation"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/highavailabilityconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/nodeagentauthorizer"
-	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 	"github.com/gardener-knative/gardener-knative/webhooks"
 
@@ -43,26 +42,24 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
-
-// gardenerFigures are Gardener v1.150's own handlers' p50/p99 in ms, sent sequentially over
-// keep-alive on the same machine against envtest (issue 7).
-var gardenerFigures = map[string][2]float64{
-	highavailabilityconfig.Name: {5.4, 15.0},
-	projectedtokenmount.Name:    {2.3, 7.2},
-}
 
 // warmup requests per webhook are sent before measuring: the first requests set up the TLS
 // connection and fill the webhooks' short-lived read caches, as on a server that is running.
 const warmup = 20
 
-// defaultTimeout bounds a run: with the defaults it takes about a minute on 2 cores.
-const defaultTimeout = 10 * time.Minute
+// defaultTimeout bounds a run: with the defaults it takes about a minute on 2 cores, twice
+// that with the peer.
+const defaultTimeout = 15 * time.Minute
+
+// settle is how long the servers idle after their start before the first measurement.
+const settle = 5 * time.Second
+
+// round is how many requests one side gets before the other's turn: small enough that a burst
+// of noise falls on both, large enough that the switch costs nothing measurable.
+const round = 50
 
 // options are the command's flags.
 type options struct {
@@ -70,6 +67,8 @@ type options struct {
 	concurrency int
 	webhooks    []string
 	timeout     time.Duration
+	// peer is the gardener-resource-manager binary to measure beside ours ("": none).
+	peer string
 }
 
 func main() {
@@ -79,6 +78,7 @@ func main() {
 	flag.IntVar(&opts.concurrency, "c", 8, "concurrent workers in the concurrent mode")
 	flag.StringVar(&names, "webhooks", "", "comma-separated webhook names to measure (default: all)")
 	flag.DurationVar(&opts.timeout, "timeout", defaultTimeout, "bound on the whole run")
+	flag.StringVar(&opts.peer, "peer", "", "gardener-resource-manager binary serving the same webhooks beside ours (hack/peers.sh)")
 	flag.Parse()
 	if names != "" {
 		opts.webhooks = strings.Split(names, ",")
@@ -111,14 +111,6 @@ func run(opts options, out io.Writer) (err error) {
 		return fmt.Errorf("control plane: %w", err)
 	}
 	defer func() { _ = env.Stop() }()
-
-	// The server's own clients: client-go's scheme, unthrottled (pkg/webhook.Run).
-	restConfig := rest.CopyConfig(env.Config)
-	bootstrap.Unthrottled(restConfig)
-	reader, err := client.New(restConfig, client.Options{Scheme: kubernetesscheme.Scheme})
-	if err != nil {
-		return err
-	}
 	if err := createFixtures(ctx, env.Client); err != nil {
 		return fmt.Errorf("creating the objects the webhooks read: %w", err)
 	}
@@ -128,43 +120,58 @@ func run(opts options, out io.Writer) (err error) {
 	}
 	cfg := file.ResourceManagerConfiguration
 	configure(cfg)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps := webhook.Deps{Source: reader, Target: reader, Config: cfg, Clock: clock.RealClock{}, Log: log}
-	var webhooks []webhook.Webhook
-	for _, c := range selected {
-		wh, err := c.Build(deps)
-		if err != nil {
-			return fmt.Errorf("webhook %s: %w", c.Name, err)
-		}
-		webhooks = append(webhooks, wh)
-	}
-	serverCtx, stopServer := context.WithCancel(ctx)
-	served, err := webhooktest.StartServer(serverCtx, serving, webhooks, log)
-	if err != nil {
-		stopServer()
-		return err
-	}
-	defer func() {
-		stopServer()
-		if serveErr := <-served; serveErr != nil && err == nil {
-			err = fmt.Errorf("webhook server: %w", serveErr)
-		}
-	}()
-
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(serving.LocalServingCAData) {
 		return errors.New("the serving CA holds no certificate")
 	}
-	base := "https://" + webhooktest.ServingAddr(serving)
+	dir, err := os.MkdirTemp("", "webhookload-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	l, err := newLandscape(dir, env, cfg, serving.LocalServingCertDir, roots)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(selected))
+	for _, c := range selected {
+		names = append(names, c.Name)
+	}
+	ours, err := l.startOurs(ctx, names)
+	if err != nil {
+		return err
+	}
+	defer ours.stop()
+	servers := []*server{ours}
+	if opts.peer != "" {
+		gardener, err := l.startGardener(ctx, opts.peer)
+		if err != nil {
+			return err
+		}
+		defer gardener.stop()
+		servers = append(servers, gardener)
+	}
+	// Start-up work (Gardener's informers filling after readiness, our first reads, the
+	// build's leftovers on the CPU) must not fall on the first webhook measured.
+	select {
+	case <-time.After(settle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	byName := map[string]scenario{}
 	for _, s := range scenarios() {
 		byName[s.webhook] = s
 	}
 
-	fmt.Fprintf(out, "webhookload: %d requests per mode (after %d warm-up), sequential and %d concurrent, loopback TLS, GOMAXPROCS=%d, %s/%s\n\n",
+	fmt.Fprintf(out, "webhookload: %d requests per mode (after %d warm-up), sequential and %d concurrent, loopback TLS, GOMAXPROCS=%d, %s/%s\n",
 		opts.requests, warmup, opts.concurrency, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	if len(servers) > 1 {
+		fmt.Fprintf(out, "ours (%s) beside Gardener's gardener-resource-manager (%s), each a process of its own with the same configuration file, control plane and certificate, the same requests interleaved in rounds of %d\n", oursPackage, opts.peer, round)
+	}
+	fmt.Fprintln(out)
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "webhook\tmode\trequests\tp50 ms\tp90 ms\tp99 ms\tmax ms\tvs Gardener p50/p99\t")
+	fmt.Fprintln(table, "webhook\tmode\trequests\tp50 ms\tp90 ms\tp99 ms\tmax ms\tGardener p50 ms\tp99 ms\tours/Gardener p50\tp99\t")
+	probe := l.client(1)
 	for _, c := range selected {
 		s, ok := byName[c.Name]
 		if !ok {
@@ -174,35 +181,54 @@ func run(opts options, out io.Writer) (err error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
+		sides := servers[:1]
+		if len(servers) > 1 {
+			serves, err := servers[1].serves(ctx, probe, s.path)
+			if err != nil {
+				return fmt.Errorf("asking Gardener's server for %s: %w", s.path, err)
+			}
+			if serves {
+				sides = servers
+			}
+		}
 		for _, mode := range []struct {
 			name    string
 			workers int
 		}{{"sequential", 1}, {fmt.Sprintf("concurrent %d", opts.concurrency), opts.concurrency}} {
-			// One keep-alive connection per worker, as a kube-apiserver keeps to a webhook.
-			httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-				TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-				MaxIdleConnsPerHost: mode.workers, MaxConnsPerHost: mode.workers,
-			}}
-			send := func(ctx context.Context) (time.Duration, error) {
-				return post(ctx, httpClient, base+s.path, body, s.check)
+			var sends []func(context.Context) (time.Duration, error)
+			var clients []*http.Client
+			for _, srv := range sides {
+				httpClient := l.client(mode.workers)
+				clients = append(clients, httpClient)
+				sends = append(sends, func(ctx context.Context) (time.Duration, error) {
+					return post(ctx, httpClient, srv.base+s.path, body, s.check)
+				})
 			}
-			if _, err := drive(ctx, send, warmup, mode.workers); err != nil {
-				return fmt.Errorf("%s %s warm-up: %w", c.Name, mode.name, err)
+			latencies, err := interleaved(ctx, sends, opts.requests, mode.workers)
+			for _, c := range clients {
+				c.CloseIdleConnections()
 			}
-			latencies, err := drive(ctx, send, opts.requests, mode.workers)
-			httpClient.CloseIdleConnections()
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", c.Name, mode.name, err)
 			}
-			p50, p90, p99, maxLatency := percentile(latencies, 0.50), percentile(latencies, 0.90), percentile(latencies, 0.99), latencies[len(latencies)-1]
-			vs := "-"
-			if g, ok := gardenerFigures[c.Name]; ok {
-				vs = fmt.Sprintf("%.2fx / %.2fx", ms(p50)/g[0], ms(p99)/g[1])
+			mine := latencies[0]
+			p50, p90, p99, maxLatency := percentile(mine, 0.50), percentile(mine, 0.90), percentile(mine, 0.99), mine[len(mine)-1]
+			vs := "-\t-\t-\t-"
+			if len(latencies) > 1 {
+				g50, g99 := percentile(latencies[1], 0.50), percentile(latencies[1], 0.99)
+				vs = fmt.Sprintf("%.2f\t%.2f\t%.2fx\t%.2fx", ms(g50), ms(g99), ms(p50)/ms(g50), ms(p99)/ms(g99))
 			}
-			fmt.Fprintf(table, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n", c.Name, mode.name, len(latencies), ms(p50), ms(p90), ms(p99), ms(maxLatency), vs)
+			fmt.Fprintf(table, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n", c.Name, mode.name, len(mine), ms(p50), ms(p90), ms(p99), ms(maxLatency), vs)
 		}
 	}
-	return table.Flush()
+	if err := table.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	for _, srv := range servers {
+		fmt.Fprintf(out, "peak RSS of %s's server: %s\n", srv.name, srv.peakRSS())
+	}
+	return nil
 }
 
 // selectWebhooks are the webhooks.All named (all when none is).
@@ -223,6 +249,33 @@ func selectWebhooks(names []string) ([]webhook.Constructor, error) {
 		selected = append(selected, webhooks.All[i])
 	}
 	return selected, nil
+}
+
+// interleaved warms every side up, then sends n requests to each in rounds, the sides taking
+// turns (and the first turn alternating), so that whatever else the machine does falls on all
+// alike; it returns each side's latencies, sorted.
+func interleaved(ctx context.Context, sides []func(context.Context) (time.Duration, error), n, workers int) ([][]time.Duration, error) {
+	for i, send := range sides {
+		if _, err := drive(ctx, send, warmup, workers); err != nil {
+			return nil, fmt.Errorf("warm-up of side %d: %w", i, err)
+		}
+	}
+	latencies := make([][]time.Duration, len(sides))
+	for sent, turn := 0, 0; sent < n; sent, turn = sent+round, turn+1 {
+		batch := min(round, n-sent)
+		for j := range sides {
+			i := (turn + j) % len(sides)
+			l, err := drive(ctx, sides[i], batch, workers)
+			if err != nil {
+				return nil, fmt.Errorf("side %d: %w", i, err)
+			}
+			latencies[i] = append(latencies[i], l...)
+		}
+	}
+	for _, l := range latencies {
+		slices.Sort(l)
+	}
+	return latencies, nil
 }
 
 // drive sends n requests from workers goroutines and returns their latencies, sorted.

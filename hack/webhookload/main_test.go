@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gardener-knative/gardener-knative/webhooks"
 	"github.com/stretchr/testify/assert"
@@ -25,4 +28,29 @@ func TestMeasuresEveryWebhookOfTheServer(t *testing.T) {
 		}
 		assert.Equal(t, 2, rows, "rows of %s (sequential and concurrent) in:\n%s", c.Name, out.String())
 	}
+}
+
+// Every side gets n requests after its warm-up, in rounds that take turns, the first turn
+// alternating between rounds.
+func TestInterleavedTakesTurns(t *testing.T) {
+	var order []int
+	side := func(i int) func(context.Context) (time.Duration, error) {
+		return func(context.Context) (time.Duration, error) {
+			order = append(order, i)
+			return time.Duration(len(order)), nil
+		}
+	}
+	latencies, err := interleaved(context.Background(), []func(context.Context) (time.Duration, error){side(0), side(1)}, 3*round, 1)
+	require.NoError(t, err)
+	require.Len(t, latencies, 2)
+	for i, l := range latencies {
+		assert.Len(t, l, 3*round, "side %d", i)
+		assert.True(t, slices.IsSorted(l), "side %d sorted", i)
+	}
+	measured := order[2*warmup:]
+	var turns []int
+	for i := 0; i < len(measured); i += round {
+		turns = append(turns, measured[i])
+	}
+	assert.Equal(t, []int{0, 1, 1, 0, 0, 1}, turns, "who starts each block: side 0 then 1, then 1 then 0, ...")
 }

@@ -13,6 +13,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -25,7 +26,11 @@ func Admission(name, path string, handler admission.Handler, log *slog.Logger) W
 	wh := &admission.Webhook{
 		Handler: countOutcomes(name, handler),
 		LogConstructor: func(_ logr.Logger, req *admission.Request) logr.Logger {
-			return admission.DefaultLogConstructor(base, req)
+			if req == nil {
+				return base
+			}
+			return requestLogger(base, "object", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name,
+				"resource", req.Resource, "user", req.UserInfo.Username, "requestID", req.UID)
 		},
 	}
 	wh.WithRecoverPanic(true)
@@ -39,19 +44,22 @@ var admissionResponses = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"webhook", "outcome"})
 
 func countOutcomes(name string, handler admission.Handler) admission.Handler {
+	// The webhook's series, looked up once rather than per request.
+	allowed, patched, denied, errored := admissionResponses.WithLabelValues(name, "allowed"), admissionResponses.WithLabelValues(name, "patched"),
+		admissionResponses.WithLabelValues(name, "denied"), admissionResponses.WithLabelValues(name, "errored")
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		resp := handler.Handle(ctx, req)
-		outcome := "allowed"
 		switch {
 		// Denials come as 403 (forbidden) or 422 (invalid); other codes are errors.
 		case resp.Result != nil && resp.Result.Code >= 400 && resp.Result.Code != http.StatusForbidden && resp.Result.Code != http.StatusUnprocessableEntity:
-			outcome = "errored"
+			errored.Inc()
 		case !resp.Allowed:
-			outcome = "denied"
+			denied.Inc()
 		case len(resp.Patches) > 0:
-			outcome = "patched"
+			patched.Inc()
+		default:
+			allowed.Inc()
 		}
-		admissionResponses.WithLabelValues(name, outcome).Inc()
 		return resp
 	})
 }

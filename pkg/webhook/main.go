@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,9 +53,19 @@ type Tenancy struct {
 	ClientCAFile string `envconfig:"CLIENT_CA_FILE"`
 }
 
+// GCPercent is a webhook server's GOGC unless its environment sets one. A request allocates
+// tens of kilobytes over a live heap of a few MiB, so at Go's 100 a collection ran every few
+// hundred requests and its pauses and assists showed in the tail: side by side with Gardener's
+// resource manager (make webhookload), p99 was up to 1.2× Gardener's at 100 and at most 0.93×
+// at 400, for a peak RSS of 48 MiB instead of 35 (Gardener's: 87 MiB).
+const GCPercent = 400
+
 // Main serves the selected webhooks of all until SIGTERM; a webhook server's main package
 // calls only this.
 func Main(all []Constructor) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(GCPercent)
+	}
 	bootstrap.Main("webhook server", func(ctx context.Context) error { return Run(ctx, all, nil) })
 }
 

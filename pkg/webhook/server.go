@@ -87,6 +87,8 @@ func (r *statusRecorder) WriteHeader(code int) { r.code = code; r.ResponseWriter
 
 // instrument counts and times each request and turns a panic into a 500 instead of a crash.
 func (m *serverMetrics) instrument(name string, next http.Handler, log *slog.Logger) http.Handler {
+	// The series every answered request counts in, looked up once rather than per request.
+	answered, latency := m.requests.WithLabelValues(name, strconv.Itoa(http.StatusOK)), m.latency.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
@@ -96,8 +98,12 @@ func (m *serverMetrics) instrument(name string, next http.Handler, log *slog.Log
 				rec.code = http.StatusInternalServerError
 				http.Error(w, fmt.Sprintf("webhook %s failed", name), http.StatusInternalServerError)
 			}
-			m.requests.WithLabelValues(name, strconv.Itoa(rec.code)).Inc()
-			m.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+			if rec.code == http.StatusOK {
+				answered.Inc()
+			} else {
+				m.requests.WithLabelValues(name, strconv.Itoa(rec.code)).Inc()
+			}
+			latency.Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(rec, r)
 	})

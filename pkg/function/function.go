@@ -228,6 +228,12 @@ type List struct {
 	// Optional marks a kind the cluster may not serve (a CRD such as Prometheus in a shoot):
 	// then it holds no objects, instead of failing the sweep.
 	Optional bool
+	// PerTenant lists a namespaced Source kind only where the sweep runs per tenant, confined to
+	// the tenant's namespace (the Secrets of a shoot's ManagedResources: one LIST per tenant
+	// instead of a GET per ManagedResource). A sweep that runs once (seed mode, a single target)
+	// does not list it, since that would read the kind in every namespace of the cluster: its
+	// reads go to the API server, once per object and sweep.
+	PerTenant bool
 }
 
 // IndexFunc returns the values of one field of an object, for field selectors.
@@ -495,6 +501,9 @@ func (f *Function) Validate() error {
 				if _, err := metav1.ParseToLabelSelector(l.LabelSelector); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s label selector: %w", what, l.Kind.Kind, err))
 				}
+			}
+			if l.PerTenant && (clusterOrSource(l.Cluster) != Source || !l.Kind.Namespaced || l.Namespace != "") {
+				errs = append(errs, fmt.Errorf("%s: %s is listed per tenant, which confines a namespaced Source kind to the tenant's namespace", what, l.Kind.Kind))
 			}
 			if l.KeysOnly && l.Project != nil {
 				errs = append(errs, fmt.Errorf("%s: %s holds only keys, a projection would be dropped", what, l.Kind.Kind))

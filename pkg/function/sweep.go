@@ -223,6 +223,9 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 		return snaps[c]
 	}
 	for _, l := range sweep.Related {
+		if l.PerTenant && tn == "" {
+			continue // read live: listing it here would read every namespace
+		}
 		l = s.forTenant(l, tn)
 		held := newListed(l, 0)
 		if err := listPages(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize, func(items []client.Object) error {

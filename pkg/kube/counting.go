@@ -81,7 +81,11 @@ func (b *countingBody) Read(p []byte) (int, error) {
 }
 
 // Total returns how many requests were counted with the given verb ("" for any).
-func (c *RequestCounter) Total(verb string) int {
+func (c *RequestCounter) Total(verb string) int { return c.Of(verb, "") }
+
+// Of returns how many requests were counted with the given verb and resource (as Classify
+// names it; "" for any).
+func (c *RequestCounter) Of(verb, resource string) int {
 	metrics := make(chan prometheus.Metric, 64)
 	go func() { c.requests.Collect(metrics); close(metrics) }()
 	total := 0
@@ -90,10 +94,12 @@ func (c *RequestCounter) Total(verb string) int {
 		if err := m.Write(&pb); err != nil {
 			continue
 		}
+		labels := map[string]string{}
 		for _, l := range pb.GetLabel() {
-			if l.GetName() == "verb" && (verb == "" || l.GetValue() == verb) {
-				total += int(pb.GetCounter().GetValue())
-			}
+			labels[l.GetName()] = l.GetValue()
+		}
+		if (verb == "" || labels["verb"] == verb) && (resource == "" || labels["resource"] == resource) {
+			total += int(pb.GetCounter().GetValue())
 		}
 	}
 	return total

@@ -68,9 +68,9 @@ func newFunction() *function.Function {
 		RBAC: []rbacv1.PolicyRule{
 			{APIGroups: []string{resourcesv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedresources"}, Verbs: []string{"get", "list", "patch"}},
 			{APIGroups: []string{resourcesv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedresources/status"}, Verbs: []string{"patch"}},
-			// The objects live in the ManagedResources' Secrets; per seed the Secrets of each
-			// tenant's namespace also hold its access.
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			// The objects live in the ManagedResources' Secrets (per seed the sync sweep lists a
+			// tenant's); per seed the Secrets of each tenant's namespace also hold its access.
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}},
 			// <cluster> and <default> cluster ids come from this ConfigMap.
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1beta1constants.ClusterIdentity}, Verbs: []string{"get"}},
 			// Per seed: the tenants (Discover, and each tenant's Cluster).
@@ -93,7 +93,9 @@ func newFunction() *function.Function {
 			// Per tenant (per seed) or once (a single target): the HPAs, whose targets keep
 			// their replicas, and the managed objects of the common kinds, so that a sync costs a
 			// LIST per kind instead of a GET per object.
-			Related: append([]function.List{{Kind: kinds.HorizontalPodAutoscaler, Cluster: function.Target}}, driftLists()...),
+			// Per seed, the Secrets of the tenant's namespace too: a LIST per tenant rather than a
+			// GET per ManagedResource and sweep.
+			Related: append([]function.List{{Kind: kinds.HorizontalPodAutoscaler, Cluster: function.Target}, {Kind: kinds.Secret, PerTenant: true}}, driftLists()...),
 		}},
 	}
 	for _, k := range driftKinds {

@@ -107,9 +107,14 @@ func TestAppliesObjectsAndReportsThem(t *testing.T) {
 	// preserve-replicas keeps what someone else scaled the Deployment to.
 	d.Spec.Replicas = ptr.To(int32(5))
 	require.NoError(t, shootA.Client.Update(ctx, d))
+	h.ResetRequests()
 	h.Sweep("sync")
 	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
 	assert.Equal(t, int32(5), *d.Spec.Replicas)
+	// A sweep that runs once (a single target) lists no Secrets, which would read every
+	// namespace's: it reads its ManagedResources' Secrets.
+	assert.Zero(t, h.Counter.Of("list", "secrets"))
+	assert.Positive(t, h.Counter.Of("get", "secrets"))
 }
 
 // Objects no longer described are deleted, unless they keep themselves; objects now of mode

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
@@ -68,6 +69,7 @@ func TestPerSeedAppliesEachTenantToItsOwnShoot(t *testing.T) {
 		require.NoError(t, drift.shoot.Client.Update(ctx, cm))
 	}
 	h.TargetCounter.Reset()
+	h.ResetRequests()
 	h.Sweep("sync")
 	for _, drift := range []struct {
 		shoot      *testenv.Env
@@ -77,8 +79,15 @@ func TestPerSeedAppliesEachTenantToItsOwnShoot(t *testing.T) {
 		require.NoError(t, drift.shoot.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: drift.name}, cm))
 		assert.Equal(t, drift.want, cm.Data["key"])
 	}
-	lists := len(managedresource.Function.Sweeps[0].Related)
-	assert.Equal(t, 2*lists, h.TargetCounter.Total("list"), "one LIST per tenant and related kind, however many objects")
+	targetLists := 0
+	for _, l := range managedresource.Function.Sweeps[0].Related {
+		if l.Cluster == function.Target {
+			targetLists++
+		}
+	}
+	assert.Equal(t, 2*targetLists, h.TargetCounter.Total("list"), "one LIST per tenant and related kind, however many objects")
+	assert.Equal(t, 2, h.Counter.Of("list", "secrets"), "the ManagedResources' Secrets: one LIST per tenant")
+	assert.Zero(t, h.Counter.Of("get", "secrets"), "and no GET per ManagedResource")
 
 	// A ManagedResource outside every tenant's namespace is not this deployment's.
 	outside := seed.Namespace(t)

@@ -23,7 +23,8 @@ func FunctionsIndex(fns []*function.Function) File {
 	b.WriteString("Every function of the registry (`functions/registry.go`), as its declaration says. Each has a\n")
 	b.WriteString("page of its own beside this one. Watches marked *filtered* run a predicate on the event\n")
 	b.WriteString("before any API request; sweeps list each kind once per run, page by page (*meta* lists\n")
-	b.WriteString("metadata only).\n\n")
+	b.WriteString("metadata only; *per tenant* only where the sweep runs per tenant, in its namespace; *on demand*\n")
+	b.WriteString("one namespace at a time, when a reconcile first lists the kind there).\n\n")
 	b.WriteString("| function | reconcilers | watches (kind → reconciler) | sweeps (schedule: primary; related) | RBAC |\n")
 	b.WriteString("|---|---|---|---|---|\n")
 	for _, fn := range fns {
@@ -83,6 +84,12 @@ func listName(l function.List) string {
 	s := l.Kind.Kind
 	if l.MetadataOnly {
 		s += " *meta*"
+	}
+	if l.PerTenant {
+		s += " *per tenant*"
+	}
+	if l.OnDemand {
+		s += " *on demand*"
 	}
 	if l.LabelSelector != "" {
 		s += fmt.Sprintf(" `%s`", l.LabelSelector)

@@ -181,6 +181,69 @@ type snapshot struct {
 	// each. It holds at most one entry per distinct object read and dies with the sweep.
 	fetchedMu sync.Mutex
 	fetched   map[fetchKey]*fetched
+	// onDemand are the kinds listed one namespace at a time (List.OnDemand).
+	onDemand map[schema.GroupKind]*onDemand
+}
+
+// onDemand is a kind the sweep lists per namespace when first asked: each namespace once.
+type onDemand struct {
+	list     List
+	pageSize int64
+	mu       sync.Mutex
+	listed   map[string]*listedNamespace
+}
+
+// listedNamespace is one namespace's LIST; done closes when held or err is set.
+type listedNamespace struct {
+	done chan struct{}
+	held *listed
+	err  error
+}
+
+// listOnDemand declares l as listed per namespace when first asked.
+func (s *snapshot) listOnDemand(l List, pageSize int64) {
+	if s.onDemand == nil {
+		s.onDemand = map[schema.GroupKind]*onDemand{}
+	}
+	s.onDemand[l.Kind.GroupKind()] = &onDemand{list: l, pageSize: pageSize, listed: map[string]*listedNamespace{}}
+}
+
+// in is what the sweep holds of the kind in namespace, listed on the first ask; concurrent asks
+// wait for it. A failed LIST is not remembered, so the next ask tries again.
+func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*listed, error) {
+	d.mu.Lock()
+	n, ok := d.listed[namespace]
+	if !ok {
+		n = &listedNamespace{done: make(chan struct{})}
+		d.listed[namespace] = n
+	}
+	d.mu.Unlock()
+	if !ok {
+		l := d.list
+		l.Namespace = namespace
+		held := newListed(l, 0)
+		n.err = listPages(ctx, s.live, s.scheme, l, d.pageSize, func(items []client.Object) error {
+			for _, item := range items {
+				held.add(item)
+			}
+			return nil
+		})
+		if n.err == nil {
+			n.held = held
+		} else {
+			d.mu.Lock()
+			delete(d.listed, namespace)
+			d.mu.Unlock()
+		}
+		close(n.done)
+		return n.held, n.err
+	}
+	select {
+	case <-n.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return n.held, n.err
 }
 
 type fetchKey struct {
@@ -278,14 +341,19 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 		return err
 	}
 	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
+	o := (&client.ListOptions{}).ApplyOptions(opts)
 	l := s.related[gk]
+	if d := s.onDemand[gk]; l == nil && d != nil && o.Namespace != "" {
+		if l, err = d.in(ctx, s, o.Namespace); err != nil {
+			return err
+		}
+	}
 	if l == nil {
 		if s.primary != nil && s.primary.list.Kind.GroupKind() == gk {
 			return fmt.Errorf("listing %s during a sweep over it: the primary kind is streamed page by page; declare it as related or read it live", gk.Kind)
 		}
 		return s.live.List(ctx, list, opts...)
 	}
-	o := (&client.ListOptions{}).ApplyOptions(opts)
 	if l.list.Namespace != "" && o.Namespace != l.list.Namespace {
 		return s.live.List(ctx, list, opts...) // beyond the namespace the sweep listed
 	}

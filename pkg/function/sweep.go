@@ -226,6 +226,10 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 		if l.PerTenant && tn == "" {
 			continue // read live: listing it here would read every namespace
 		}
+		if l.OnDemand {
+			snap(l.Cluster).listOnDemand(l, s.opts.ListPageSize)
+			continue
+		}
 		l = s.forTenant(l, tn)
 		held := newListed(l, 0)
 		if err := listPages(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize, func(items []client.Object) error {

@@ -92,6 +92,11 @@ func newFunction() *function.Function {
 		for _, k := range watched {
 			sweep.Related = append(sweep.Related, function.List{Kind: k, Cluster: function.Target, LabelSelector: grm.ManagedLabel})
 		}
+		if r == Progressing {
+			// A rolled-out Deployment's live Pods are counted: one LIST per namespace and sweep,
+			// for every Deployment there, instead of one per Deployment.
+			sweep.Related = append(sweep.Related, function.List{Kind: kinds.Pod, Cluster: function.Target, OnDemand: true, Project: checks.PodForCounting})
+		}
 		fn.Sweeps = append(fn.Sweeps, sweep)
 	}
 	return fn

@@ -2,6 +2,7 @@ package managedresource_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
@@ -94,4 +95,67 @@ func TestHealthSweepWritesNothingWhenNothingChanged(t *testing.T) {
 	h.ResetRequests()
 	h.Sweep(health.Health)
 	assert.Zero(t, h.Requests("patch"))
+}
+
+// The progressing sweep counts the live Pods of every rolled-out Deployment of a namespace from
+// one LIST of that namespace's Pods, not one LIST per Deployment: more Deployments in the
+// namespace cost no more LISTs. It still tells a Deployment whose old pods remain.
+func TestProgressingSweepListsEachNamespacesPodsOnce(t *testing.T) {
+	ctx := context.Background()
+	apply := singleTarget(t)
+	h := functiontest.New(t, seed, health.Function, functiontest.AsFunction(), functiontest.WithTarget(shootA), functiontest.WithConfig(healthConfig(t)))
+	ns := namespace(t, shootA)
+	deployments := func(names ...string) map[string]string {
+		var objects []string
+		for _, name := range names {
+			objects = append(objects, strings.ReplaceAll(deployment(ns), "web", name))
+		}
+		return map[string]string{"objects.yaml": docs(objects...)}
+	}
+	rollOut := func(name string, pods int) {
+		t.Helper()
+		d := &appsv1.Deployment{}
+		require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d))
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
+			ReadyReplicas: *d.Spec.Replicas, AvailableReplicas: *d.Spec.Replicas,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			},
+		}
+		require.NoError(t, shootA.Client.Status().Update(ctx, d))
+		for range pods {
+			require.NoError(t, shootA.Client.Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx"}}},
+			}))
+		}
+	}
+	// measure is the Pods LISTs of a progressing sweep over every ManagedResource of the seed
+	// (other tests' too), after a first one has written what changed (a write costs a live
+	// re-check).
+	measure := func() int {
+		h.Sweep(health.Progressing)
+		h.TargetCounter.Reset()
+		h.Sweep(health.Progressing)
+		return h.TargetCounter.Of("list", "pods")
+	}
+
+	_, first := manifest(t, ns, "apps", deployments("web"))
+	apply.Send("add", first)
+	rollOut("web", 2)
+	lists := measure()
+	status, _, message := condition(get(t, first), "ResourcesProgressing")
+	require.Equal(t, "False", status, message)
+
+	_, second := manifest(t, ns, "more-apps", deployments("api", "db"))
+	apply.Send("add", second)
+	rollOut("api", 2)
+	rollOut("db", 3) // one old pod remains
+	assert.Equal(t, lists, measure(), "two more rolled-out Deployments in the namespace, no more LISTs")
+	status, reason, message := condition(get(t, second), "ResourcesProgressing")
+	assert.Equal(t, "True", status)
+	assert.Equal(t, "DeploymentProgressing", reason)
+	assert.Contains(t, message, "db", "the Deployment whose old pod remains")
 }

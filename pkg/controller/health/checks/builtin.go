@@ -10,8 +10,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The messages below are compared verbatim with gardener-resource-manager's: they end up in the
@@ -170,6 +172,21 @@ func DeploymentProgressing(d *appsv1.Deployment) (bool, string) {
 		return true, c.Message
 	}
 	return false, "Deployment is fully rolled out"
+}
+
+// PodForCounting is what DeploymentHasExactPodCount and the selection by labels read of a Pod
+// (a sweep's projection, List.Project): its key and labels, its phase, reason and conditions.
+func PodForCounting(obj client.Object) client.Object {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj
+	}
+	counted := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, ResourceVersion: pod.ResourceVersion}}
+	counted.Status.Phase, counted.Status.Reason = pod.Status.Phase, pod.Status.Reason
+	for _, c := range pod.Status.Conditions {
+		counted.Status.Conditions = append(counted.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+	}
+	return counted
 }
 
 // DeploymentHasExactPodCount tells whether pods (those of the Deployment's selector) count

@@ -187,6 +187,12 @@ func TestDeploymentHasExactPodCount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: tc.replicas}}
 			assert.Equal(t, tc.want, DeploymentHasExactPodCount(d, tc.pods))
+			// A sweep holds only PodForCounting's projection: the same answer from it.
+			projected := make([]corev1.Pod, 0, len(tc.pods))
+			for i := range tc.pods {
+				projected = append(projected, *PodForCounting(&tc.pods[i]).(*corev1.Pod))
+			}
+			assert.Equal(t, tc.want, DeploymentHasExactPodCount(d, projected), "from the projection")
 		})
 	}
 }

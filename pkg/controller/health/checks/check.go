@@ -154,9 +154,10 @@ const oldPodsRemain = "there are still non-terminated old pods"
 // object, and one with the skip-health-check annotation, is not progressing. err reports an
 // object that does not decode or a failed read.
 //
-// API reads: for a Deployment whose status says it is rolled out, one LIST of Pods (typed, full
-// objects) in its namespace by its .spec.selector.matchLabels, to count the pods still alive;
-// none otherwise. Like Gardener, the selector's matchExpressions are not applied.
+// API reads: for a Deployment whose status says it is rolled out, one LIST of Pods (typed) in its
+// namespace by its .spec.selector.matchLabels, to count the pods still alive; none otherwise. A
+// sweep's target reader answers it from one LIST per namespace (the health function's sweep
+// lists Pods on demand). Like Gardener, the selector's matchExpressions are not applied.
 func CheckProgressing(ctx context.Context, target client.Reader, obj client.Object) (progressing bool, description string, err error) {
 	if skipped(obj) {
 		return false, "", nil

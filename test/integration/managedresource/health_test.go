@@ -46,25 +46,7 @@ func TestHealthAndProgressing(t *testing.T) {
 	assert.Equal(t, "DeploymentProgressing", reason)
 
 	// The Deployment rolls out: its status event makes the ManagedResource healthy.
-	d := &appsv1.Deployment{}
-	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d))
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
-		ReadyReplicas: *d.Spec.Replicas, AvailableReplicas: *d.Spec.Replicas,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	require.NoError(t, shootA.Client.Status().Update(ctx, d))
-	for i := range *d.Spec.Replicas {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web-", Labels: map[string]string{"app": "web"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-		}
-		require.NoError(t, shootA.Client.Create(ctx, pod), "pod %d", i)
-	}
-	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
+	d := rollOut(t, ns, "web", 2)
 	h.SendTarget("update", d, "")
 	mr = get(t, mr)
 	status, reason, message = condition(mr, "ResourcesHealthy")
@@ -101,7 +83,6 @@ func TestHealthSweepWritesNothingWhenNothingChanged(t *testing.T) {
 // one LIST of that namespace's Pods, not one LIST per Deployment: more Deployments in the
 // namespace cost no more LISTs. It still tells a Deployment whose old pods remain.
 func TestProgressingSweepListsEachNamespacesPodsOnce(t *testing.T) {
-	ctx := context.Background()
 	apply := singleTarget(t)
 	h := functiontest.New(t, seed, health.Function, functiontest.AsFunction(), functiontest.WithTarget(shootA), functiontest.WithConfig(healthConfig(t)))
 	ns := namespace(t, shootA)
@@ -111,26 +92,6 @@ func TestProgressingSweepListsEachNamespacesPodsOnce(t *testing.T) {
 			objects = append(objects, strings.ReplaceAll(deployment(ns), "web", name))
 		}
 		return map[string]string{"objects.yaml": docs(objects...)}
-	}
-	rollOut := func(name string, pods int) {
-		t.Helper()
-		d := &appsv1.Deployment{}
-		require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d))
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
-			ReadyReplicas: *d.Spec.Replicas, AvailableReplicas: *d.Spec.Replicas,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-			},
-		}
-		require.NoError(t, shootA.Client.Status().Update(ctx, d))
-		for range pods {
-			require.NoError(t, shootA.Client.Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: map[string]string{"app": name}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx"}}},
-			}))
-		}
 	}
 	// measure is the Pods LISTs of a progressing sweep over every ManagedResource of the seed
 	// (other tests' too), after a first one has written what changed (a write costs a live
@@ -144,18 +105,44 @@ func TestProgressingSweepListsEachNamespacesPodsOnce(t *testing.T) {
 
 	_, first := manifest(t, ns, "apps", deployments("web"))
 	apply.Send("add", first)
-	rollOut("web", 2)
+	rollOut(t, ns, "web", 2)
 	lists := measure()
 	status, _, message := condition(get(t, first), "ResourcesProgressing")
 	require.Equal(t, "False", status, message)
 
 	_, second := manifest(t, ns, "more-apps", deployments("api", "db"))
 	apply.Send("add", second)
-	rollOut("api", 2)
-	rollOut("db", 3) // one old pod remains
+	rollOut(t, ns, "api", 2)
+	rollOut(t, ns, "db", 3) // one old pod remains
 	assert.Equal(t, lists, measure(), "two more rolled-out Deployments in the namespace, no more LISTs")
 	status, reason, message := condition(get(t, second), "ResourcesProgressing")
 	assert.Equal(t, "True", status)
 	assert.Equal(t, "DeploymentProgressing", reason)
 	assert.Contains(t, message, "db", "the Deployment whose old pod remains")
+}
+
+// rollOut gives the Deployment name (2 replicas) a rolled-out status and pods of its selector
+// (more than its replicas: old pods that remain), and returns it as it is then.
+func rollOut(t testing.TB, ns, name string, pods int) *appsv1.Deployment {
+	t.Helper()
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d))
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
+		ReadyReplicas: *d.Spec.Replicas, AvailableReplicas: *d.Spec.Replicas,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	require.NoError(t, shootA.Client.Status().Update(ctx, d))
+	for i := range pods {
+		require.NoError(t, shootA.Client.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: map[string]string{"app": name}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx"}}},
+		}), "pod %d", i)
+	}
+	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
+	return d
 }

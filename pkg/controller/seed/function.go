@@ -104,7 +104,7 @@ var Function = &function.Function{
 			if err != nil {
 				return nil, err
 			}
-			return &lifecycle.Reconciler{Writer: deps.Source.Writer, Clock: deps.Clock, Log: deps.Log,
+			return &lifecycle.Reconciler{Live: deps.Source.Reader, Writer: deps.Source.Writer, Clock: deps.Clock, Log: deps.Log,
 				MonitorPeriod: cfg.MonitorPeriod, ShootMonitorPeriod: cfg.ShootMonitorPeriod}, nil
 		}},
 	},

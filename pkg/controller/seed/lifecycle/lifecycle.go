@@ -116,6 +116,9 @@ func SetShootStatusUnknown(now time.Time, shoot *gardencorev1beta1.Shoot) {
 
 // Reconciler checks the gardenlet of the Seed a key names.
 type Reconciler struct {
+	// Live reads the API server: a gardenlet found overdue is confirmed there before anything is
+	// written (see Reconcile).
+	Live               client.Reader
 	Writer             function.Writer
 	Clock              clock.PassiveClock
 	Log                *slog.Logger
@@ -125,24 +128,31 @@ type Reconciler struct {
 
 var _ function.Handler = &Reconciler{}
 
-// Reconcile reads the seed and its Lease (from the sweep's lists) and acts on Decide. Shoots and
-// the ManagedSeed are read only for an overdue gardenlet, so a tick over healthy seeds costs the
-// sweep's two LISTs and nothing else.
+// Reconcile reads the seed and its Lease (from the sweep's lists) and acts on Decide. The Lease
+// (live), Shoots and the ManagedSeed are read only for an overdue gardenlet, so a tick over
+// healthy seeds costs the sweep's two LISTs and nothing else.
 func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error {
 	seed := &gardencorev1beta1.Seed{}
 	if err := req.Reader.Get(ctx, req.Key, seed); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	lease := &coordinationv1.Lease{}
-	if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: LeaseNamespace, Name: seed.Name}, lease); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		lease = nil
+	lease, err := readLease(ctx, req.Reader, seed.Name)
+	if err != nil {
+		return err
 	}
 	now := r.Clock.Now()
 	decision := Decide(now, r.MonitorPeriod, r.ShootMonitorPeriod, seed, lease)
 	if decision.GardenletReady == nil {
+		return nil
+	}
+	// A sweep lists the Leases before it streams the Seeds, so a gardenlet that created or
+	// renewed its Lease in between reads as silent from the sweep's list, and the Unknown it
+	// would get stays until gardenlet posts again. Overdue gardenlets are rare: each is
+	// confirmed with a live read before anything is written.
+	if lease, err = readLease(ctx, r.Live, seed.Name); err != nil {
+		return err
+	}
+	if decision = Decide(now, r.MonitorPeriod, r.ShootMonitorPeriod, seed, lease); decision.GardenletReady == nil {
 		return nil
 	}
 	log := r.Log.With("seed", seed.Name)
@@ -227,4 +237,16 @@ var RBAC = []rbacv1.PolicyRule{
 	{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"shoots/status"}, Verbs: []string{"patch"}},
 	{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{seedmanagementv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedseeds"}, Verbs: []string{"get", "patch"}},
+}
+
+// readLease reads the gardenlet Lease of seed; nil when there is none.
+func readLease(ctx context.Context, reader client.Reader, seed string) (*coordinationv1.Lease, error) {
+	lease := &coordinationv1.Lease{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: LeaseNamespace, Name: seed}, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return lease, nil
 }

@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -10,6 +12,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 )
 
 const (
@@ -147,4 +154,32 @@ func TestSetShootStatusUnknown(t *testing.T) {
 		assert.NotEqual(t, gardencorev1beta1.ShootEveryNodeReady, c.Type, "a workerless shoot has no nodes")
 	}
 	assert.Len(t, workerless.Status.Conditions, 4)
+}
+
+// A sweep's Leases are listed before its Seeds: a Lease created in between is missing from the
+// sweep's list. The gardenlet is confirmed overdue live before its condition is set Unknown.
+func TestOverdueIsConfirmedLive(t *testing.T) {
+	ctx := context.Background()
+	clk := testclock.NewFakeClock(start.Add(time.Hour))
+	seed := readySeed(start)
+	lease := renewedAt(clk.Now())
+	lease.Name, lease.Namespace = seed.Name, LeaseNamespace
+	snapshot := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(seed.DeepCopy()).Build()
+	for _, tc := range []struct {
+		name      string
+		live      []client.Object
+		wantReady gardencorev1beta1.ConditionStatus
+	}{
+		{"the Lease exists live: nothing is written", []client.Object{seed.DeepCopy(), lease.DeepCopy()}, "True"},
+		{"no Lease live either: Unknown", []client.Object{seed.DeepCopy()}, gardencorev1beta1.ConditionUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(tc.live...).WithStatusSubresource(&gardencorev1beta1.Seed{}).Build()
+			r := &Reconciler{Live: live, Writer: function.NewWriter(live), Clock: clk, Log: slog.New(slog.DiscardHandler), MonitorPeriod: monitor, ShootMonitorPeriod: shootMonitor}
+			require.NoError(t, r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(seed), Reader: snapshot}))
+			got := &gardencorev1beta1.Seed{}
+			require.NoError(t, live.Get(ctx, client.ObjectKeyFromObject(seed), got))
+			assert.Equal(t, tc.wantReady, got.Status.Conditions[0].Status)
+		})
+	}
 }

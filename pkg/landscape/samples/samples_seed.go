@@ -38,6 +38,14 @@ func seedSamples(ctx context.Context, c client.Client) error {
 		return err
 	}
 
+	// As a gardenlet does, the Lease first, then the status: a seed reporting ready without a Lease
+	// is overdue at once.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: seedName, Namespace: gardencorev1beta1.GardenerSeedLeaseNamespace}}
+	lease.Spec.HolderIdentity = ptr.To(seedName)
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: now.Time}
+	if err := c.Create(ctx, lease); err != nil {
+		return err
+	}
 	seed := &gardencorev1beta1.Seed{ObjectMeta: metav1.ObjectMeta{Name: seedName}}
 	seed.Spec.Provider.Type = "local"
 	if err := c.Create(ctx, seed); err != nil {
@@ -48,12 +56,6 @@ func seedSamples(ctx context.Context, c client.Client) error {
 		Message: "Gardenlet is posting ready status.", LastTransitionTime: now, LastUpdateTime: now,
 	}}
 	if err := setStatus(ctx, c, seed); err != nil {
-		return err
-	}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: seedName, Namespace: gardencorev1beta1.GardenerSeedLeaseNamespace}}
-	lease.Spec.HolderIdentity = ptr.To(seedName)
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: now.Time}
-	if err := c.Create(ctx, lease); err != nil {
 		return err
 	}
 

@@ -135,7 +135,7 @@ func TestGardenletStopsRenewingItsLease(t *testing.T) {
 		h.Clock.Step(10 * time.Second)
 		renewLease(t, other.Name, h.Clock.Now())
 		counts := h.Measure(tick)
-		assert.Equal(t, map[string]int{"list": 3, "get": 1}, counts, "Seeds, Leases, the silent seed's Shoots, and its ManagedSeed")
+		assert.Equal(t, map[string]int{"list": 3, "get": 2}, counts, "Seeds, Leases, the silent seed's Shoots, its Lease read live (overdue is confirmed), and its ManagedSeed")
 	})
 }
 
@@ -181,7 +181,7 @@ func TestSweepConflictReconcilesFromLiveState(t *testing.T) {
 	require.True(t, changed.done, "the seed changed before the function's patch")
 	assert.Equal(t, gardencorev1beta1.ConditionUnknown, condition(t, s.Name, gardencorev1beta1.GardenletReady).Status, "set after the conflict")
 	assert.Equal(t, "meanwhile", getSeed(t, s.Name).Labels["changed"], "the other writer's change stays")
-	assert.Equal(t, map[string]int{"list": 2, "patch": 2, "get": 2}, counts, "the sweep's two LISTs, the patch that conflicted, the live GETs of the seed and its Lease, the patch that took")
+	assert.Equal(t, map[string]int{"list": 2, "patch": 2, "get": 3}, counts, "the sweep's two LISTs, the live GET confirming the overdue Lease, the patch that conflicted, the live GETs of the seed and its Lease, the patch that took")
 }
 
 // changeBeforeFirst makes a change, through change, just before the first request of method to

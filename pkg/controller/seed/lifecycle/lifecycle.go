@@ -148,12 +148,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	// A sweep lists the Leases before it streams the Seeds, so a gardenlet that created or
 	// renewed its Lease in between reads as silent from the sweep's list, and the Unknown it
 	// would get stays until gardenlet posts again. Overdue gardenlets are rare: each is
-	// confirmed with a live read before anything is written.
-	if lease, err = readLease(ctx, r.Live, seed.Name); err != nil {
-		return err
-	}
-	if decision = Decide(now, r.MonitorPeriod, r.ShootMonitorPeriod, seed, lease); decision.GardenletReady == nil {
-		return nil
+	// confirmed with a live read before anything is written (an event's read already is one).
+	if req.Trigger == function.BySweep {
+		if lease, err = readLease(ctx, r.Live, seed.Name); err != nil {
+			return err
+		}
+		if decision = Decide(now, r.MonitorPeriod, r.ShootMonitorPeriod, seed, lease); decision.GardenletReady == nil {
+			return nil
+		}
 	}
 	log := r.Log.With("seed", seed.Name)
 	changed, err := r.Writer.PatchStatus(ctx, seed, func() {

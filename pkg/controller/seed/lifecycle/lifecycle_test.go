@@ -176,7 +176,7 @@ func TestOverdueIsConfirmedLive(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			live := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(tc.live...).WithStatusSubresource(&gardencorev1beta1.Seed{}).Build()
 			r := &Reconciler{Live: live, Writer: function.NewWriter(live), Clock: clk, Log: slog.New(slog.DiscardHandler), MonitorPeriod: monitor, ShootMonitorPeriod: shootMonitor}
-			require.NoError(t, r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(seed), Reader: snapshot}))
+			require.NoError(t, r.Reconcile(ctx, function.Request{Key: client.ObjectKeyFromObject(seed), Reader: snapshot, Trigger: function.BySweep}))
 			got := &gardencorev1beta1.Seed{}
 			require.NoError(t, live.Get(ctx, client.ObjectKeyFromObject(seed), got))
 			assert.Equal(t, tc.wantReady, got.Status.Conditions[0].Status)

@@ -137,7 +137,11 @@ func TestDeployedAndReady(t *testing.T) {
 			items = append(items, item{gvk, client.ObjectKeyFromObject(o)})
 		}
 	}
-	deadline := time.Now().Add(5 * time.Minute)
+	// A fail-closed server's pods start only once webhookcertificates has issued their Secret,
+	// and kubelet retries the missing volume with a growing back-off: the last Service became
+	// Ready 283 s after the apply in one run and after more than 300 s in the next.
+	const readyWithin = 8 * time.Minute
+	deadline := time.Now().Add(readyWithin)
 	var notReady []string
 	for time.Now().Before(deadline) {
 		notReady = nil
@@ -152,8 +156,36 @@ func TestDeployedAndReady(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 	sort.Strings(notReady)
-	require.Empty(t, notReady, "not Ready after 5 minutes:\n%s", strings.Join(notReady, "\n"))
+	if len(notReady) > 0 {
+		logWaitingPods(t)
+	}
+	require.Empty(t, notReady, "not Ready after %s:\n%s", readyWithin, strings.Join(notReady, "\n"))
 	t.Logf("%d objects Ready: %d function Services, the webhook and dead-letter Services, and the event plumbing", len(items), len(functions.All))
+}
+
+// logWaitingPods logs the pods of the namespace that are not ready, with what their containers
+// wait for, so that a Service that never became Ready says why.
+func logWaitingPods(t *testing.T) {
+	pods := &corev1.PodList{}
+	if err := c.List(context.Background(), pods, client.InNamespace(namespace)); err != nil {
+		t.Logf("listing the pods: %v", err)
+		return
+	}
+	for _, pod := range pods.Items {
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Ready {
+				continue
+			}
+			reason := ""
+			if cs.State.Waiting != nil {
+				reason = cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+			}
+			t.Logf("pod %s (%s): container %s not ready, %d restarts %s", pod.Name, pod.Status.Phase, cs.Name, cs.RestartCount, reason)
+		}
+		if len(pod.Status.ContainerStatuses) == 0 {
+			t.Logf("pod %s (%s): no container started; conditions %+v", pod.Name, pod.Status.Phase, pod.Status.Conditions)
+		}
+	}
 }
 
 // podsOf counts a Knative Service's pods that are not terminating.

@@ -29,6 +29,13 @@ type Options struct {
 	TLSAddr string
 	// ShutdownTimeout bounds how long in-flight requests may finish once ctx ends.
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long the server goes on serving once ctx ends, closing each connection
+	// after its response, before it shuts down. A caller that keeps connections alive through a
+	// plain Service (a kube-apiserver calling a webhook) then moves to another pod on its next
+	// request, instead of sending it on an idle connection just as the server closes it ("http:
+	// server closed idle connection", which a kube-apiserver does not retry: a fail-closed
+	// webhook refuses). Zero shuts down at once.
+	DrainDelay time.Duration
 	// Ready is told the listener's address once the server accepts connections.
 	Ready func(net.Addr)
 }
@@ -76,7 +83,7 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 		if l.tls != nil {
 			listener = tls.NewListener(listener, l.tls)
 		}
-		server := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
+		server := &http.Server{Handler: closingWhile(&shuttingDown, app), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
 		servers = append(servers, server)
 		go func() { served <- server.Serve(listener) }()
 		log.Info("serving", append([]any{"address", listener.Addr().String(), "tls", l.tls != nil}, attrs...)...)
@@ -94,6 +101,13 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 	case <-ctx.Done():
 	}
 	shuttingDown.Store(true)
+	if failed == nil && opts.DrainDelay > 0 {
+		log.Info("draining", "for", opts.DrainDelay)
+		select {
+		case <-time.After(opts.DrainDelay):
+		case failed = <-served:
+		}
+	}
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
 	defer cancel()
@@ -113,4 +127,15 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closingWhile closes every connection after its response once shuttingDown is set, so that no
+// caller keeps it for a next request.
+func closingWhile(shuttingDown *atomic.Bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if shuttingDown.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -54,3 +54,39 @@ func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
 	require.NoError(t, <-served)
 	assert.Equal(t, 0, get(url+"/healthz"), "the listener is closed after shutdown")
 }
+
+// After ctx ends, a server with a drain delay goes on serving for it, fails readiness and closes
+// each connection after its response, so a kept-alive caller reconnects instead of racing the
+// close of its idle connection; then it shuts down.
+func TestRunDrainsBeforeShuttingDown(t *testing.T) {
+	app := http.NewServeMux()
+	app.HandleFunc("/hook", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("allowed")) })
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	const drain = time.Second
+	go func() {
+		done <- Run(ctx, Options{Addr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second, DrainDelay: drain, Ready: func(a net.Addr) { addr <- a }},
+			app, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	}()
+	base := "http://" + (<-addr).String()
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	assert.False(t, get("/hook").Close, "kept alive while serving")
+
+	cancel()
+	stopped := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	resp := get("/hook")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "still served while draining")
+	assert.True(t, resp.Close, "and the connection closed after the response")
+	assert.Equal(t, http.StatusServiceUnavailable, get("/readyz").StatusCode)
+	require.NoError(t, <-done)
+	assert.GreaterOrEqual(t, time.Since(stopped), drain, "shut down only after the drain")
+}

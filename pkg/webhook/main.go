@@ -34,6 +34,11 @@ type Config struct {
 	// TLSPort, with the certificate, serves TLS on this port and plain HTTP on PORT: Knative's
 	// queue-proxy calls PORT, kube-apiserver TLS_PORT through a Service of its own.
 	TLSPort int `envconfig:"TLS_PORT"`
+	// DrainDelay is how long, with TLS_PORT, the server goes on serving after SIGTERM, closing
+	// each connection after its response, so that kube-apiserver's kept-alive connections through
+	// the plain Service move to another pod before this one closes them (serve.Options.DrainDelay;
+	// Knative's queue-proxy drains PORT itself).
+	DrainDelay time.Duration `envconfig:"DRAIN_DELAY" default:"5s"`
 	// ResourceManagerConfig is a ResourceManagerConfiguration file (webhooks section).
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
 	// Webhooks names the webhooks to serve; unset serves those the component configuration
@@ -134,10 +139,14 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 	if cfg.TLSPort != 0 {
 		tlsAddr = net.JoinHostPort("", strconv.Itoa(cfg.TLSPort))
 	}
+	var drainDelay time.Duration
+	if tlsAddr != "" {
+		drainDelay = cfg.DrainDelay
+	}
 	return Serve(ctx, ServeOptions{
 		Addr: net.JoinHostPort("", strconv.Itoa(cfg.Port)), TLSAddr: tlsAddr,
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
-		RequestTimeout: cfg.RequestTimeout, ShutdownTimeout: cfg.ShutdownTimeout,
+		RequestTimeout: cfg.RequestTimeout, ShutdownTimeout: cfg.ShutdownTimeout, DrainDelay: drainDelay,
 		Ready:   ready,
 		Tenants: tenants, TenantPrefix: cfg.TenantPrefix, ClientCAFile: cfg.ClientCAFile,
 	}, webhooks, process.Registry, log)

@@ -32,6 +32,8 @@ type ServeOptions struct {
 	TLSAddr         string
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
+	// DrainDelay: see serve.Options.DrainDelay.
+	DrainDelay time.Duration
 	// Ready is told the listener's address once the server accepts connections.
 	Ready func(addr net.Addr)
 	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
@@ -172,5 +174,5 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 			tlsConfig.ClientAuth, tlsConfig.ClientCAs = tls.VerifyClientCertIfGiven, clientCAs
 		}
 	}
-	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
+	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, DrainDelay: opts.DrainDelay, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
 }

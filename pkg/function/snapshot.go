@@ -221,16 +221,8 @@ func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*list
 	if !ok {
 		l := d.list
 		l.Namespace = namespace
-		held := newListed(l, 0)
-		n.err = listPages(ctx, s.live, s.scheme, l, d.pageSize, func(items []client.Object) error {
-			for _, item := range items {
-				held.add(item)
-			}
-			return nil
-		})
-		if n.err == nil {
-			n.held = held
-		} else {
+		if n.held, n.err = listAll(ctx, s.live, s.scheme, l, d.pageSize); n.err != nil {
+			n.held = nil
 			d.mu.Lock()
 			delete(d.listed, namespace)
 			d.mu.Unlock()
@@ -506,6 +498,19 @@ func newList(scheme *runtime.Scheme, l List) (client.ObjectList, error) {
 }
 
 // listPages lists l page by page and calls page with each page's objects.
+// listAll lists every page of l into what a sweep holds of it; on an error, what was listed so
+// far (a kind the cluster does not serve holds nothing).
+func listAll(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, l List, pageSize int64) (*listed, error) {
+	held := newListed(l, 0)
+	err := listPages(ctx, reader, scheme, l, pageSize, func(items []client.Object) error {
+		for _, item := range items {
+			held.add(item)
+		}
+		return nil
+	})
+	return held, err
+}
+
 func listPages(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, l List, pageSize int64, page func([]client.Object) error) error {
 	token := ""
 	for {

@@ -231,13 +231,8 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 			continue
 		}
 		l = s.forTenant(l, tn)
-		held := newListed(l, 0)
-		if err := listPages(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize, func(items []client.Object) error {
-			for _, item := range items {
-				held.add(item)
-			}
-			return nil
-		}); err != nil && !(l.Optional && meta.IsNoMatchError(err)) {
+		held, err := listAll(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize)
+		if err != nil && !(l.Optional && meta.IsNoMatchError(err)) {
 			return sweepResult{}, err
 		}
 		snap(l.Cluster).related[l.Kind.GroupKind()] = held

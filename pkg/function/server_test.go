@@ -125,6 +125,9 @@ type harness struct {
 	reads    *int
 	mu       *sync.Mutex
 	failList *atomic.Bool
+	// unserved makes Shoots a kind the cluster does not serve: its LIST answers 404, as a
+	// kube-apiserver answers for a resource it lacks.
+	unserved *atomic.Bool
 }
 
 func newHarness(t *testing.T, rec *recorder, objs ...client.Object) *harness {
@@ -132,6 +135,7 @@ func newHarness(t *testing.T, rec *recorder, objs ...client.Object) *harness {
 	var mu sync.Mutex
 	reads := 0
 	failList := &atomic.Bool{}
+	unserved := &atomic.Bool{}
 	rec.seedShoots = map[Key]int{}
 	count := func() { mu.Lock(); reads++; mu.Unlock() }
 	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
@@ -144,6 +148,10 @@ func newHarness(t *testing.T, rec *recorder, objs ...client.Object) *harness {
 			if failList.Load() {
 				return apierrors.NewServiceUnavailable("etcd is away")
 			}
+			if _, shoots := list.(*gardencorev1beta1.ShootList); shoots && unserved.Load() {
+				return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+					Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}
+			}
 			return c.List(ctx, list, opts...)
 		},
 	}).Build()
@@ -151,7 +159,7 @@ func newHarness(t *testing.T, rec *recorder, objs ...client.Object) *harness {
 	opts := Options{EventTimeout: 5 * time.Second, SweepTimeout: 5 * time.Second, SweepConcurrency: 4, ListPageSize: 2, ConflictRetries: 2}
 	s, err := NewServer(testFunction(rec), Env{Source: c, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: reg}, opts)
 	require.NoError(t, err)
-	h := &harness{server: s, http: httptest.NewServer(s), rec: rec, registry: reg, reads: &reads, mu: &mu, failList: failList}
+	h := &harness{server: s, http: httptest.NewServer(s), rec: rec, registry: reg, reads: &reads, mu: &mu, failList: failList, unserved: unserved}
 	t.Cleanup(h.http.Close)
 	return h
 }
@@ -542,6 +550,26 @@ func TestSweepOffByConfigurationCostsNothing(t *testing.T) {
 	code, body = h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.Len(t, rec.recorded(), 1)
+}
+
+// A related kind that is Optional and that the cluster does not serve holds nothing, also
+// where the client maps the kind from its scheme and the server answers 404 (a shoot without
+// Gardener's ManagedResource CRD, listed by the garbage collector); one that is not Optional
+// fails the sweep.
+func TestSweepOptionalKindNotServed(t *testing.T) {
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	rec := &recorder{}
+	h := newHarness(t, rec, b)
+	h.unserved.Store(true)
+
+	code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	assert.Equal(t, http.StatusServiceUnavailable, code, "not optional: %s", body)
+	assert.Empty(t, rec.recorded())
+
+	h.server.fn.Sweeps[0].Related[0].Optional = true
+	code, body = h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, rec.recorded(), 1, "the Bastion reconciled without Shoots")
 }
 
 func TestEventTimeoutAsksForARetry(t *testing.T) {

@@ -232,7 +232,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 		}
 		l = s.forTenant(l, tn)
 		held, err := listAll(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize)
-		if err != nil && !(l.Optional && meta.IsNoMatchError(err)) {
+		if err != nil && !(l.Optional && notServed(err)) {
 			return sweepResult{}, err
 		}
 		snap(l.Cluster).related[l.Kind.GroupKind()] = held
@@ -315,4 +315,11 @@ func (s *Server) forTenant(l List, tn tenant.Name) List {
 		l.Namespace = string(tn)
 	}
 	return l
+}
+
+// notServed says the cluster does not serve the kind a LIST asked for: the REST mapper does not
+// know it, or it maps the kind from the scheme and kube-apiserver answers 404 for the collection
+// (a LIST of a served kind in a namespace that does not exist answers an empty list).
+func notServed(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err)
 }

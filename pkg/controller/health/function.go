@@ -53,6 +53,22 @@ var checkedKinds = []function.Kind{kinds.Deployment, kinds.StatefulSet, kinds.Da
 // progressingKinds are those of checkedKinds that can progress.
 var progressingKinds = []function.Kind{kinds.Deployment, kinds.StatefulSet, kinds.DaemonSet}
 
+// presentKinds are the other kinds ManagedResources mostly hold, whose health is that they
+// exist (a Service's, that a LoadBalancer has its ingress): the health sweep lists them too,
+// metadata only where the check reads only metadata, so that a sweep costs a LIST per kind and
+// tenant instead of a GET per object (bench-seed: 200 GETs per shoot and period before).
+var presentKinds = []function.Kind{
+	kinds.ConfigMap, kinds.Secret, kinds.ServiceAccount, kinds.Role, kinds.RoleBinding, kinds.ClusterRole, kinds.ClusterRoleBinding,
+}
+
+func presentLists() []function.List {
+	lists := []function.List{{Kind: kinds.Service, Cluster: function.Target, LabelSelector: grm.ManagedLabel}}
+	for _, k := range presentKinds {
+		lists = append(lists, function.List{Kind: k, Cluster: function.Target, LabelSelector: grm.ManagedLabel, MetadataOnly: true})
+	}
+	return lists
+}
+
 // Function is GRM's health controller.
 var Function = newFunction()
 
@@ -91,6 +107,9 @@ func newFunction() *function.Function {
 		// kind instead of a GET per object.
 		for _, k := range watched {
 			sweep.Related = append(sweep.Related, function.List{Kind: k, Cluster: function.Target, LabelSelector: grm.ManagedLabel})
+		}
+		if r == Health {
+			sweep.Related = append(sweep.Related, presentLists()...)
 		}
 		if r == Progressing {
 			// A rolled-out Deployment's live Pods are counted: one LIST per namespace and sweep,

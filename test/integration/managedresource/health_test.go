@@ -2,6 +2,7 @@ package managedresource_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,6 +78,32 @@ func TestHealthSweepWritesNothingWhenNothingChanged(t *testing.T) {
 	h.ResetRequests()
 	h.Sweep(health.Health)
 	assert.Zero(t, h.Requests("patch"))
+}
+
+// The health sweep reads the objects of the common kinds from one LIST per kind (metadata only
+// where only their existence is checked), not a GET per object, and still finds one missing.
+func TestHealthSweepGetsNoObjectOfTheCommonKinds(t *testing.T) {
+	apply := singleTarget(t)
+	h := functiontest.New(t, seed, health.Function, functiontest.AsFunction(), functiontest.WithTarget(shootA), functiontest.WithConfig(healthConfig(t)))
+	ns := namespace(t, shootA)
+	serviceAccount := fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n  namespace: %s\n", ns)
+	_, mr := manifest(t, ns, "common", map[string]string{"objects.yaml": docs(configMap(ns, "one", "a"), configMap(ns, "two", "b"), serviceAccount)})
+	apply.Send("add", mr)
+	h.Sweep(health.Health) // writes the condition: a write costs a live re-check
+	h.TargetCounter.Reset()
+	h.Sweep(health.Health)
+	status, _, message := condition(get(t, mr), string(resourcesv1alpha1.ResourcesHealthy))
+	require.Equal(t, "True", status, message)
+	for _, resource := range []string{"configmaps", "serviceaccounts"} {
+		assert.Zero(t, h.TargetCounter.Of("get", resource), "GETs of %s", resource)
+		assert.Equal(t, 1, h.TargetCounter.Of("list", resource), "LISTs of %s", resource)
+	}
+
+	require.NoError(t, shootA.Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two"}}))
+	h.Sweep(health.Health)
+	status, reason, _ := condition(get(t, mr), string(resourcesv1alpha1.ResourcesHealthy))
+	assert.Equal(t, "False", status)
+	assert.Equal(t, "ConfigMapMissing", reason)
 }
 
 // The progressing sweep counts the live Pods of every rolled-out Deployment of a namespace from

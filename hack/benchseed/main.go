@@ -1,0 +1,380 @@
+// Command benchseed measures one seed serving N shoots, ours beside Gardener's: our per-seed
+// deployment (the managedresource, health, tokenrequestor and garbagecollector functions, the
+// webhook server, and the event plumbing: Knative's adapters for the seed and every shoot with
+// the Broker's Trigger filters) against gardener-resource-manager v1.150 (hack/peers.sh), one
+// process per shoot configured as gardenlet configures a shoot's.
+//
+// For each N it starts a seed (envtest's kube-apiserver and etcd) and N shoots (real
+// kube-apiservers sharing one etcd, each under a prefix of its own), and gives every shoot
+// ManagedResources shaped like a shoot's (-managed-resources of 10 objects each, some
+// Brotli-compressed). The sides run one after the other on the same clusters, each with
+// namespaces and objects of its own, so that neither's CPU time or requests fall on the other:
+// the time until every ManagedResource of every shoot is applied and healthy (the full sync),
+// then one sync period at steady state (always-on processes, their summed RSS, mean and peak,
+// CPU-seconds, requests to the seed and to each shoot by verb from the kube-apiservers' audit
+// logs), then -edits edits of managed ConfigMaps in one shoot and how long each took to be
+// reverted. Over the sizes it fits cost = a + b·N per figure and extrapolates to 250 shoots
+// (gardenlet's default seed capacity). Run it with `make bench-seed`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+)
+
+// options are the command's flags.
+type options struct {
+	sizes            []int
+	managedResources int
+	period           time.Duration
+	edits            int
+	// peer is Gardener's gardener-resource-manager binary; binDir holds ours, built once.
+	peer, binDir string
+	dir          string
+}
+
+// minPeriod is the shortest sync period gardener-resource-manager accepts.
+const minPeriod = 15 * time.Second
+
+// extrapolateTo is gardenlet's default seed capacity (resources.capacity.shoots).
+const extrapolateTo = 250
+
+func main() {
+	if servedAsSource() {
+		return
+	}
+	// controller-runtime's envtest logs through its global logger: nothing of it is wanted.
+	log.SetLogger(logr.Discard())
+	var opts options
+	var sizes string
+	flag.StringVar(&sizes, "n", "10,25,50", "comma-separated numbers of shoots, one run each")
+	flag.IntVar(&opts.managedResources, "managed-resources", 20, "ManagedResources per shoot, of 10 objects each")
+	flag.DurationVar(&opts.period, "period", time.Minute, "sync period of the ManagedResource and health controllers, both sides (gardenlet's: 1h and 1m)")
+	flag.IntVar(&opts.edits, "edits", 100, "edits of managed ConfigMaps in one shoot, each timed until reverted")
+	flag.StringVar(&opts.peer, "peer", "", "Gardener's gardener-resource-manager binary (hack/peers.sh)")
+	flag.StringVar(&opts.dir, "dir", "", "where the logs, kubeconfigs and audit logs go (default: a new temporary directory)")
+	flag.Parse()
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "-n: %q is not a number of shoots\n", s)
+			os.Exit(2)
+		}
+		opts.sizes = append(opts.sizes, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := bench(ctx, opts, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-seed:", err)
+		os.Exit(1)
+	}
+}
+
+// servedAsSource runs this program as our event plumbing when it was started as that
+// (sourceRoleEnv), and says so: the benchmark re-executes itself for it.
+func servedAsSource() bool {
+	spec, ok := os.LookupEnv(sourceRoleEnv)
+	if !ok {
+		return false
+	}
+	if err := runSource(spec); err != nil {
+		fmt.Fprintln(os.Stderr, "source:", err)
+		os.Exit(1)
+	}
+	return true
+}
+
+// bench runs every size, prints the table and the fits, and returns the figures.
+func bench(ctx context.Context, opts options, out io.Writer) ([]sizeResult, error) {
+	if opts.period < minPeriod {
+		return nil, fmt.Errorf("-period %s: Gardener's resource manager takes no sync period under %s", opts.period, minPeriod)
+	}
+	if opts.peer == "" {
+		return nil, fmt.Errorf("no -peer: Gardener's gardener-resource-manager (hack/peers.sh) is the side ours is measured beside")
+	}
+	if opts.dir == "" {
+		dir, err := os.MkdirTemp("", "bench-seed-")
+		if err != nil {
+			return nil, err
+		}
+		opts.dir = dir
+	}
+	opts.binDir = filepath.Join(opts.dir, "bin")
+	if err := os.MkdirAll(opts.binDir, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "bench-seed: logs in %s\n", opts.dir)
+	if err := buildOurs(ctx, opts.binDir); err != nil {
+		return nil, err
+	}
+	var results []sizeResult
+	for _, n := range opts.sizes {
+		fmt.Fprintf(out, "bench-seed: N=%d …\n", n)
+		r := &run{opts: opts, n: n, dir: filepath.Join(opts.dir, fmt.Sprintf("n%03d", n)), log: out}
+		res, err := r.run(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("N=%d: %w", n, err)
+		}
+		results = append(results, res)
+	}
+	report(out, opts, results)
+	return results, nil
+}
+
+// run is one size: a seed, N shoots, both sides in turn.
+type run struct {
+	opts   options
+	n      int
+	dir    string
+	log    io.Writer
+	seed   *testenv.Env
+	audit  string
+	shoots *shoots
+}
+
+// sizeResult is both sides' figures at one N.
+type sizeResult struct {
+	n           int
+	ours, peer  sideResult
+	startShoots time.Duration
+}
+
+// sideResult is one side's figures.
+type sideResult struct {
+	processes int
+	fullSync  time.Duration
+	// settled is how long after the full sync the processes became quiet.
+	settled time.Duration
+	window  window
+	// peaks is the sum of the processes' own peaks (VmHWM) over the whole run.
+	peaks         int64
+	seedRequests  map[string]int
+	shootRequests map[string]int
+	drift         []time.Duration
+}
+
+func (r *run) run(ctx context.Context) (res sizeResult, err error) {
+	res.n = r.n
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return res, err
+	}
+	// The seed writes its audit log here: testenv reads the directory from the environment.
+	seedAudit := filepath.Join(r.dir, "seed-audit")
+	previous, had := os.LookupEnv(testenv.AuditLogDirEnv)
+	os.Setenv(testenv.AuditLogDirEnv, seedAudit)
+	r.seed, err = testenv.Start()
+	if had {
+		os.Setenv(testenv.AuditLogDirEnv, previous)
+	} else {
+		os.Unsetenv(testenv.AuditLogDirEnv)
+	}
+	if err != nil {
+		return res, fmt.Errorf("seed: %w", err)
+	}
+	defer func() { _ = r.seed.Stop() }()
+	logs, err := filepath.Glob(filepath.Join(seedAudit, "audit-*.log"))
+	if err != nil || len(logs) != 1 {
+		return res, fmt.Errorf("the seed's audit log in %s: %v %v", seedAudit, logs, err)
+	}
+	r.audit = logs[0]
+
+	started := time.Now()
+	if r.shoots, err = startEtcd(); err != nil {
+		return res, err
+	}
+	defer func() { _ = r.shoots.stop() }()
+	if err := r.shoots.add(r.dir, r.n); err != nil {
+		return res, err
+	}
+	res.startShoots = time.Since(started)
+	fmt.Fprintf(r.log, "bench-seed: N=%d: %d shoots started in %s\n", r.n, r.n, res.startShoots.Round(time.Second))
+
+	if res.ours, err = r.side(ctx, "ours"); err != nil {
+		return res, fmt.Errorf("ours: %w", err)
+	}
+	if res.peer, err = r.side(ctx, "gardener"); err != nil {
+		return res, fmt.Errorf("Gardener's: %w", err)
+	}
+	return res, nil
+}
+
+// side creates the side's workload, starts its processes, and measures them.
+func (r *run) side(ctx context.Context, name string) (res sideResult, err error) {
+	w := workload{managedResources: r.opts.managedResources, side: name}
+	var namespaces []string
+	for i, sh := range r.shoots.planes {
+		ns := fmt.Sprintf("shoot--%s--s%03d", name, i)
+		namespaces = append(namespaces, ns)
+		if err := testenv.Enroll(ctx, r.seed.Client, tenant.Name(ns), sh.env); err != nil {
+			return res, err
+		}
+		if err := w.create(ctx, r.seed.Client, sh.env.Client, ns); err != nil {
+			return res, err
+		}
+	}
+	started := time.Now()
+	var procs []*process
+	var seedUsers, shootUsers []string
+	if name == "ours" {
+		procs, err = r.startOurs(ctx)
+		seedUsers, shootUsers = []string{oursSeedUser, oursSourceUser}, []string{oursShootUser}
+	} else {
+		procs, err = r.startGardener(ctx, namespaces)
+		seedUsers, shootUsers = []string{gardenerUser}, []string{oursShootUser}
+	}
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	if err != nil {
+		return res, err
+	}
+	res.processes = len(procs)
+	if err := waitSteady(ctx, r.seed.Client, namespaces, procs, 10*time.Minute); err != nil {
+		return res, err
+	}
+	res.fullSync = time.Since(started)
+	fmt.Fprintf(r.log, "bench-seed: N=%d: %s: every ManagedResource applied and healthy %s after the start\n", r.n, name, res.fullSync.Round(100*time.Millisecond))
+
+	// What the start set off (its own writes' events, retries, the first sweeps) settles first.
+	if res.settled, err = quiesce(ctx, procs); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(r.log, "bench-seed: N=%d: %s: quiet %s later\n", r.n, name, res.settled.Round(time.Second))
+	if res.window, err = measure(ctx, procs, r.opts.period); err != nil {
+		return res, err
+	}
+	// kube-apiserver writes an audit event once the response is complete: a moment's grace.
+	time.Sleep(time.Second)
+	if res.seedRequests, err = requests(r.audit, seedUsers, res.window.from, res.window.to); err != nil {
+		return res, err
+	}
+	res.shootRequests = map[string]int{}
+	for _, sh := range r.shoots.planes {
+		counts, err := requests(sh.audit, shootUsers, res.window.from, res.window.to)
+		if err != nil {
+			return res, err
+		}
+		add(res.shootRequests, counts)
+	}
+
+	shoot, err := kubernetes.NewForConfig(r.shoots.planes[0].env.Config)
+	if err != nil {
+		return res, err
+	}
+	if res.drift, err = drift(ctx, shoot, w, r.opts.edits, 3*r.opts.period+time.Minute); err != nil {
+		return res, fmt.Errorf("drift: %w", err)
+	}
+	if res.peaks, err = sumPeaks(procs); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// seedKubeconfig writes a kubeconfig of a new admin of the seed named user to path.
+func (r *run) seedKubeconfig(user, path string) error {
+	u, err := r.seed.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// report prints the table of every size and the fits over them.
+func report(out io.Writer, opts options, results []sizeResult) {
+	fmt.Fprintf(out, "\nOne seed, N shoots: %d ManagedResources of %d objects per shoot; sync period %s on both sides; one sync period measured at steady state.\n",
+		opts.managedResources, objectsPerManagedResource, opts.period)
+	fmt.Fprintln(out, "ours: the per-seed deployment (4 functions, the webhook server, the event plumbing). Gardener's: one gardener-resource-manager per shoot, one replica (Gardener runs two).")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "N\tside\tprocesses\tRSS mean\tRSS peak\tsum of peaks\tCPU-s/period\tseed requests/period\trequests/shoot/period\tfull sync\tdrift p50\tdrift p99")
+	for _, r := range results {
+		for _, s := range []struct {
+			name string
+			res  sideResult
+		}{{"ours", r.ours}, {"Gardener", r.peer}} {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", r.n, s.name, s.res.processes,
+				mib(s.res.window.meanRSS), mib(s.res.window.peakRSS), mib(s.res.peaks), s.res.window.cpu.Seconds(),
+				verbs(s.res.seedRequests, 1), verbs(s.res.shootRequests, r.n), s.res.fullSync.Round(100*time.Millisecond),
+				percentile(s.res.drift, 50).Round(time.Millisecond), percentile(s.res.drift, 99).Round(time.Millisecond))
+		}
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(out, "\nOur processes' RSS at the window's end:")
+	for _, r := range results {
+		var parts []string
+		for _, name := range append(append([]string{}, perSeedFunctions...), "webhooks", "source") {
+			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.window.rss[name])))
+		}
+		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
+	}
+
+	ns := make([]int, len(results))
+	for i, r := range results {
+		ns[i] = r.n
+	}
+	figures := []struct {
+		name string
+		unit string
+		of   func(sideResult, int) float64
+	}{
+		{"RSS mean", "MiB", func(s sideResult, _ int) float64 { return float64(s.window.meanRSS) / (1 << 20) }},
+		{"RSS peak", "MiB", func(s sideResult, _ int) float64 { return float64(s.window.peakRSS) / (1 << 20) }},
+		{"CPU per period", "CPU-s", func(s sideResult, _ int) float64 { return s.window.cpu.Seconds() }},
+		{"seed requests per period", "requests", func(s sideResult, _ int) float64 { return float64(total(s.seedRequests)) }},
+		{"requests to all shoots per period", "requests", func(s sideResult, _ int) float64 { return float64(total(s.shootRequests)) }},
+		{"full sync", "s", func(s sideResult, _ int) float64 { return s.fullSync.Seconds() }},
+	}
+	fmt.Fprintf(out, "\nFits cost = a + b·N over N = %v, extrapolated to %d shoots (an extrapolation: %d shoots were not run):\n", ns, extrapolateTo, extrapolateTo)
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "figure\tside\ta\tb (per shoot)\tat N=%d\n", extrapolateTo)
+	for _, f := range figures {
+		for _, side := range []struct {
+			name string
+			of   func(sizeResult) sideResult
+		}{{"ours", func(r sizeResult) sideResult { return r.ours }}, {"Gardener", func(r sizeResult) sideResult { return r.peer }}} {
+			ys := make([]float64, len(results))
+			for i, r := range results {
+				ys[i] = f.of(side.of(r), r.n)
+			}
+			l, err := fit(ns, ys)
+			if err != nil {
+				fmt.Fprintf(tw, "%s (%s)\t%s\t%s\t\t\n", f.name, f.unit, side.name, err)
+				continue
+			}
+			fmt.Fprintf(tw, "%s (%s)\t%s\t%.2f\t%.3f\t%.1f\n", f.name, f.unit, side.name, l.a, l.b, l.at(extrapolateTo))
+		}
+	}
+	sources := make([]float64, len(results))
+	for i, r := range results {
+		sources[i] = float64(r.ours.window.rss["source"]) / (1 << 20)
+	}
+	if l, err := fit(ns, sources); err == nil {
+		fmt.Fprintf(tw, "our event plumbing's RSS (MiB)\tours\t%.2f\t%.3f\t%.1f\n", l.a, l.b, l.at(extrapolateTo))
+	}
+	_ = tw.Flush()
+}
+
+func mib(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }

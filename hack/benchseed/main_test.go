@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// peerEnv names Gardener's gardener-resource-manager binary for the smoke run (`make test`
+// builds it with hack/peers.sh).
+const peerEnv = "GARDENER_RESOURCE_MANAGER_BIN"
+
+// The benchmark re-executes its binary as our event plumbing: under `go test` that is this one.
+func TestMain(m *testing.M) {
+	if servedAsSource() {
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A smoke run at N = 3 with a small workload: both sides reach a steady state and every figure
+// is produced. It checks the harness, not the figures: no timing is asserted.
+func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
+	peer := os.Getenv(peerEnv)
+	require.NotEmpty(t, peer, "%s is not set: run the tests with `make test`, or export %s=$(hack/peers.sh)", peerEnv, peerEnv)
+	var out bytes.Buffer
+	opts := options{sizes: []int{3}, managedResources: 4, period: minPeriod, edits: 5, peer: peer, dir: t.TempDir()}
+	results, err := bench(context.Background(), opts, &out)
+	require.NoError(t, err, out.String())
+	require.Len(t, results, 1)
+	for name, side := range map[string]sideResult{"ours": results[0].ours, "Gardener's": results[0].peer} {
+		assert.Positive(t, side.processes, name)
+		assert.Positive(t, side.fullSync, name)
+		assert.Positive(t, side.window.meanRSS, name)
+		assert.Positive(t, side.window.peakRSS, name)
+		assert.Positive(t, side.peaks, name)
+		assert.Positive(t, total(side.shootRequests), "%s: requests to the shoots in a sync period (AlwaysUpdate writes every object)", name)
+		assert.Len(t, side.drift, opts.edits, "%s: every edit reverted", name)
+	}
+	assert.Equal(t, 6, results[0].ours.processes, "4 functions, the webhook server, the event plumbing")
+	assert.Equal(t, 3, results[0].peer.processes, "one resource manager per shoot")
+	for _, side := range []string{"ours", "Gardener"} {
+		assert.Contains(t, out.String(), fmt.Sprintf("3  %s ", side), "a row of %s in:\n%s", side, out.String())
+	}
+	assert.True(t, strings.Contains(out.String(), "a fit needs two sizes"), "one size: no fit, and the table says so")
+}
+
+func TestFitAndExtrapolation(t *testing.T) {
+	l, err := fit([]int{10, 25, 50}, []float64{120, 150, 200})
+	require.NoError(t, err)
+	assert.InDelta(t, 2, l.b, 0.01)
+	assert.InDelta(t, 100, l.a, 0.5)
+	assert.InDelta(t, 600, l.at(250), 3)
+	_, err = fit([]int{3}, []float64{1})
+	assert.Error(t, err, "one size")
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(101-i)*time.Millisecond)
+	}
+	assert.Equal(t, 50*time.Millisecond, percentile(ds, 50))
+	assert.Equal(t, 99*time.Millisecond, percentile(ds, 99))
+	assert.Equal(t, 100*time.Millisecond, percentile(ds, 100))
+	assert.Zero(t, percentile(nil, 50))
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/localsources"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+)
+
+// perSeedFunctions are the per-seed deployment's functions: GRM's controllers that serve the
+// shoots of a seed.
+var perSeedFunctions = []string{"managedresource", "health", "tokenrequestor", "garbagecollector"}
+
+// periodic are the PingSources of the sweeps whose period the benchmark sets (-period): the
+// ManagedResource controller's sync and the health controller's. The others keep the shoot
+// role's schedules, as Gardener's keep gardenlet's.
+var periodic = []string{"managedresource-sync", "health-health", "health-progressing"}
+
+// webhookServer is our resource manager's webhook server, served per seed too.
+const webhookServer = "resource-manager"
+
+// Our processes reach the seed as these users (the audit log tells them apart); at the shoots
+// they are the shoot's resource manager's ServiceAccount, whose token gardenlet keeps in the
+// tenant's access Secret.
+const (
+	oursSeedUser   = "gardener-knative"
+	oursSourceUser = "gardener-knative-source"
+	oursShootUser  = "system:serviceaccount:kube-system:gardener-resource-manager"
+)
+
+// buildOurs builds the per-seed functions and the webhook server into dir, as ko builds them.
+func buildOurs(ctx context.Context, dir string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+string(filepath.Separator))
+	for _, name := range perSeedFunctions {
+		build.Args = append(build.Args, configgen.ModulePath+"/functions/"+name)
+	}
+	build.Args = append(build.Args, configgen.ModulePath+"/webhooks/"+webhookServer)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startOurs starts the per-seed deployment as processes: each function, the webhook server and
+// the event plumbing (the seed's cluster source with the Broker's routing, this program run as
+// a process of its own), with the sync period for every sweep that has one.
+func (r *run) startOurs(ctx context.Context) ([]*process, error) {
+	var procs []*process
+	fail := func(err error) ([]*process, error) {
+		for _, p := range procs {
+			p.stop()
+		}
+		return nil, err
+	}
+	seedKubeconfig := filepath.Join(r.dir, "ours-seed-kubeconfig")
+	if err := r.seedKubeconfig(oursSeedUser, seedKubeconfig); err != nil {
+		return nil, err
+	}
+	sinks := map[string]string{}
+	for _, name := range perSeedFunctions {
+		port, err := freePort()
+		if err != nil {
+			return fail(err)
+		}
+		cmd := exec.Command(filepath.Join(r.opts.binDir, name))
+		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
+			"MANAGED_RESOURCE_SYNC_PERIOD="+r.opts.period.String(), "HEALTH_SYNC_PERIOD="+r.opts.period.String())
+		p, err := start(name, cmd, filepath.Join(r.dir, "ours-"+name+".log"))
+		if err != nil {
+			return fail(err)
+		}
+		procs = append(procs, p)
+		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		if err := p.waitReady(ctx, url+"/readyz", time.Minute); err != nil {
+			return fail(err)
+		}
+		sinks[name] = url
+	}
+
+	serving := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	if err := serving.PrepWithoutInstalling(); err != nil {
+		return fail(err)
+	}
+	cmd := exec.Command(filepath.Join(r.opts.binDir, webhookServer))
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(serving.LocalServingPort), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
+		"TLS_CERT_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.crt"), "TLS_KEY_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.key"))
+	p, err := start("webhooks", cmd, filepath.Join(r.dir, "ours-webhooks.log"))
+	if err != nil {
+		return fail(err)
+	}
+	procs = append(procs, p)
+
+	sourceKubeconfig := filepath.Join(r.dir, "ours-source-kubeconfig")
+	if err := r.seedKubeconfig(oursSourceUser, sourceKubeconfig); err != nil {
+		return fail(err)
+	}
+	schedules := map[string]string{}
+	for _, name := range periodic {
+		schedules[name] = function.ScheduleEvery(r.opts.period)
+	}
+	spec, err := json.Marshal(sourceSpec{Sinks: sinks, Schedules: schedules})
+	if err != nil {
+		return fail(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	cmd = exec.Command(self)
+	cmd.Env = append(os.Environ(), sourceRoleEnv+"="+string(spec), "KUBECONFIG="+sourceKubeconfig)
+	p, err = start("source", cmd, filepath.Join(r.dir, "ours-source.log"))
+	if err != nil {
+		return fail(err)
+	}
+	procs = append(procs, p)
+	return procs, nil
+}
+
+// sourceRoleEnv, when set, makes this program the event plumbing of our per-seed deployment
+// (runSource) instead of the benchmark; it holds the sourceSpec.
+const sourceRoleEnv = "BENCHSEED_SOURCE"
+
+// sourceSpec is what the event plumbing delivers where: the functions' URLs and the
+// PingSources' schedules.
+type sourceSpec struct {
+	Sinks     map[string]string `json:"sinks"`
+	Schedules map[string]string `json:"schedules"`
+}
+
+// runSource runs Knative's adapters for the seed and every tenant (the cluster sources), the
+// PingSources and the Broker's routing with Knative's Trigger filters (pkg/localsources), as
+// one process, until SIGTERM. In a cluster the source is one pod per seed and the Broker
+// Knative's, shared by every function.
+func runSource(raw string) error {
+	var spec sourceSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return fmt.Errorf("%s: %w", sourceRoleEnv, err)
+	}
+	cfg, err := ctrlconfig.GetConfig()
+	if err != nil {
+		return err
+	}
+	bootstrap.Unthrottled(cfg)
+	seed, err := kube.NewClient(cfg, scheme.Gardener)
+	if err != nil {
+		return err
+	}
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: scheme.Gardener, SharedMapper: seed.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
+	if err != nil {
+		return err
+	}
+	var fns []*function.Function
+	for _, name := range perSeedFunctions {
+		fn, ok := functions.ByName(name)
+		if !ok {
+			return errors.New("no function " + name)
+		}
+		fns = append(fns, fn)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	logger, err := zap.NewProduction(zap.IncreaseLevel(zap.WarnLevel))
+	if err != nil {
+		return err
+	}
+	s, err := localsources.Start(ctx, fns, localsources.Options{
+		Config: cfg, Sinks: spec.Sinks, Schedules: spec.Schedules, Logger: logger.Sugar(),
+		Target: localsources.Target{Mode: function.PerSeed, Seed: seed, Tenants: tenants, Prefix: tenant.DefaultPrefix, Interval: tenantDiscoveryInterval},
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// tenantDiscoveryInterval is the cluster source's default (TENANT_DISCOVERY_INTERVAL).
+const tenantDiscoveryInterval = 10 * time.Second

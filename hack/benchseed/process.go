@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one always-on process of a side: what a pod of it would be.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan error
+}
+
+// start runs cmd with its output in logPath.
+func start(name string, cmd *exec.Cmd, logPath string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		_ = logFile.Close()
+		p.exited <- err
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// waitReady polls url until it answers 200, the process exits or timeout passes.
+func (p *process) waitReady(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody); err == nil {
+			if resp, err := readinessClient.Do(req); err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+			}
+		}
+		select {
+		case err := <-p.exited:
+			return fmt.Errorf("%s exited before it was ready (%v); its log ends:\n%s", p.name, err, tail(p.log))
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready within %s; its log ends:\n%s", p.name, timeout, tail(p.log))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+var readinessClient = &http.Client{Timeout: time.Second}
+
+// alive says whether the process still runs; an exit is an error of the run.
+func (p *process) alive() error {
+	select {
+	case err := <-p.exited:
+		return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.name, err, tail(p.log))
+	default:
+		return nil
+	}
+}
+
+// stop ends the process with SIGTERM, as Kubernetes ends a pod, and SIGKILL after 10 s.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// usage is what /proc tells of a process now: resident memory (VmRSS), its peak (VmHWM), and
+// the CPU time it used so far (user and system).
+type usage struct {
+	rss, peak int64 // bytes
+	cpu       time.Duration
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux platform Go
+// supports.
+const clockTicks = 100
+
+func (p *process) usage() (usage, error) {
+	pid := p.cmd.Process.Pid
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return usage{}, err
+	}
+	var u usage
+	for line := range strings.Lines(string(status)) {
+		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			u.rss = kibibytes(kb)
+		}
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			u.peak = kibibytes(kb)
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return usage{}, err
+	}
+	// The command name, in parentheses, may hold spaces: the fields counted start after it.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return usage{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return usage{}, fmt.Errorf("/proc/%d/stat: %q %q", pid, fields[11], fields[12])
+	}
+	u.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	return u, nil
+}
+
+func kibibytes(field string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(field), " kB"), 10, 64)
+	return n * 1024
+}
+
+// tail is the end of a log, for an error message.
+func tail(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data[max(0, len(data)-3000):])
+}
+
+// freePorts are n distinct ports free on loopback now.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func freePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -96,7 +100,12 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		if err := p.waitReady(ctx, url+"/readyz", time.Minute); err != nil {
 			return fail(err)
 		}
-		sinks[name] = url
+		front, err := queueProxy(url, configgen.FunctionContainerConcurrency)
+		if err != nil {
+			return fail(err)
+		}
+		r.fronts = append(r.fronts, front)
+		sinks[name] = "http://" + front.Addr
 	}
 
 	serving := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
@@ -198,3 +207,30 @@ func runSource(raw string) error {
 
 // tenantDiscoveryInterval is the cluster source's default (TENANT_DISCOVERY_INTERVAL).
 const tenantDiscoveryInterval = 10 * time.Second
+
+// queueProxy stands for Knative's queue-proxy in front of a function's pod: at most
+// concurrency requests reach it at once (containerConcurrency, as config/ sets it); the others
+// wait here, not inside the function's time bound.
+func queueProxy(target string, concurrency int) (*http.Server, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	slots := make(chan struct{}, concurrency)
+	server := &http.Server{Addr: listener.Addr().String(), ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		case <-req.Context().Done():
+			return
+		}
+		defer func() { <-slots }()
+		proxy.ServeHTTP(w, req)
+	})}
+	go func() { _ = server.Serve(listener) }()
+	return server, nil
+}

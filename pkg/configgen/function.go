@@ -114,7 +114,9 @@ func DeadLetterService() *unstructured.Unstructured {
 // server to functionMaxScale × KUBE_API_QPS (3 × 50 requests a second), whatever Knative's
 // autoscaler would start for a burst of events; the Broker's delivery retries what waits too long.
 const (
-	functionContainerConcurrency = 20
+	// FunctionContainerConcurrency is the reconciles one pod takes at once (containerConcurrency);
+	// Knative's queue-proxy holds the rest.
+	FunctionContainerConcurrency = 20
 	functionMaxScale             = "3"
 )
 
@@ -126,7 +128,7 @@ const maxScale = "autoscaling.knative.dev/max-scale"
 func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unstructured {
 	labels := map[string]any{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": name}
 	podSpec := map[string]any{
-		"containerConcurrency": int64(functionContainerConcurrency),
+		"containerConcurrency": int64(FunctionContainerConcurrency),
 		// A request is one event or one sweep run; SWEEP_TIMEOUT (4m) stays below it.
 		"timeoutSeconds": int64(300),
 		"containers": []any{map[string]any{

@@ -140,8 +140,9 @@ func bench(ctx context.Context, opts options, out io.Writer) ([]sizeResult, erro
 			return nil, fmt.Errorf("N=%d: %w", n, err)
 		}
 		results = append(results, res)
+		// Each size's figures as soon as they are measured: a later size may fail or be stopped.
+		report(out, opts, results)
 	}
-	report(out, opts, results)
 	return results, nil
 }
 

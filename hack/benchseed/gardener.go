@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // Gardener's resource managers reach the seed as this user, and their shoot as gardenlet has
@@ -51,7 +52,7 @@ func (r *run) accessKubeconfig(ctx context.Context, ns string, sh *shoot, path s
 // controllers (gardenlet's are 1h and 1m). Leader election is off: one replica each, where
 // Gardener runs two.
 func gardenerConfig(seedKubeconfig, shootKubeconfig, namespace, certDir string, period time.Duration) (*rmv1alpha1.ResourceManagerConfiguration, error) {
-	ports, err := freePorts(3)
+	ports, err := testenv.FreeLoopbackPorts(3)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // process is one always-on process of a side: what a pod of it would be.
@@ -143,22 +144,8 @@ func tail(path string) string {
 	return string(data[max(0, len(data)-3000):])
 }
 
-// freePorts are n distinct ports free on loopback now.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func freePort() (int, error) {
-	ports, err := freePorts(1)
+	ports, err := testenv.FreeLoopbackPorts(1)
 	if err != nil {
 		return 0, err
 	}

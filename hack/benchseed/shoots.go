@@ -16,17 +16,6 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
-// auditPolicy records every API request once, when its response is complete, at the Metadata
-// level: who, verb, resource, when. The requests a side made are counted from it.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
-rules:
-- level: None
-  nonResourceURLs: ["*"]
-- level: Metadata
-`
-
 // shoots are the shoots' kube-apiservers: real ones (envtest's binary), sharing one etcd, each
 // under an etcd prefix of its own, so that a seed's worth of shoots fits on one machine.
 type shoots struct {
@@ -54,7 +43,7 @@ func startEtcd() (*shoots, error) {
 // add starts n more shoots' kube-apiservers, their audit logs in dir.
 func (s *shoots) add(dir string, n int) error {
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(testenv.AuditPolicy), 0o644); err != nil {
 		return err
 	}
 	for range n {

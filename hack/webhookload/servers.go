@@ -79,7 +79,7 @@ func newLandscape(dir string, env *testenv.Env, cfg *rmv1alpha1.ResourceManagerC
 	if err := os.WriteFile(l.kubeconfig, kubeconfig, 0o600); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := testenv.FreeLoopbackPorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (l *landscape) startOurs(ctx context.Context, webhooks []string) (*server, 
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building %s: %w: %s", oursPackage, err, out)
 	}
-	ports, err := freePorts(1)
+	ports, err := testenv.FreeLoopbackPorts(1)
 	if err != nil {
 		return nil, err
 	}
@@ -230,18 +230,4 @@ func ok(ctx context.Context, c *http.Client, url string) bool {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// freePorts are n distinct ports free on loopback now.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -161,9 +161,9 @@ type Options struct {
 // hack/leastprivilege derives what each function's ServiceAccount used.
 const AuditLogDirEnv = "AUDIT_LOG_DIR"
 
-// auditPolicy logs every API request at the Metadata level (who, verb, resource, namespace, the
+// AuditPolicy logs every API request at the Metadata level (who, verb, resource, namespace, the
 // outcome), once, when its response is complete.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+const AuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted]
 rules:
@@ -177,7 +177,7 @@ func auditTo(env *envtest.Environment, dir string) error {
 		return err
 	}
 	policy := path.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(AuditPolicy), 0o644); err != nil {
 		return err
 	}
 	log, err := os.CreateTemp(dir, "audit-*.log")
@@ -394,4 +394,18 @@ func freePort(address string) (string, error) {
 	defer l.Close()
 	_, port, err := net.SplitHostPort(l.Addr().String())
 	return port, err
+}
+
+// FreeLoopbackPorts are n distinct ports free on loopback now, for processes a harness starts.
+func FreeLoopbackPorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }

@@ -362,14 +362,14 @@ func report(out io.Writer, opts options, results []sizeResult) {
 	figures := []struct {
 		name string
 		unit string
-		of   func(sideResult, int) float64
+		of   func(sideResult) float64
 	}{
-		{"RSS mean", "MiB", func(s sideResult, _ int) float64 { return float64(s.window.meanRSS) / (1 << 20) }},
-		{"RSS peak", "MiB", func(s sideResult, _ int) float64 { return float64(s.window.peakRSS) / (1 << 20) }},
-		{"CPU per period", "CPU-s", func(s sideResult, _ int) float64 { return s.window.cpu.Seconds() }},
-		{"seed requests per period", "requests", func(s sideResult, _ int) float64 { return float64(total(s.seedRequests)) }},
-		{"requests to all shoots per period", "requests", func(s sideResult, _ int) float64 { return float64(total(s.shootRequests)) }},
-		{"full sync", "s", func(s sideResult, _ int) float64 { return s.fullSync.Seconds() }},
+		{"RSS mean", "MiB", func(s sideResult) float64 { return float64(s.window.meanRSS) / (1 << 20) }},
+		{"RSS peak", "MiB", func(s sideResult) float64 { return float64(s.window.peakRSS) / (1 << 20) }},
+		{"CPU per period", "CPU-s", func(s sideResult) float64 { return s.window.cpu.Seconds() }},
+		{"seed requests per period", "requests", func(s sideResult) float64 { return float64(total(s.seedRequests)) }},
+		{"requests to all shoots per period", "requests", func(s sideResult) float64 { return float64(total(s.shootRequests)) }},
+		{"full sync", "s", func(s sideResult) float64 { return s.fullSync.Seconds() }},
 	}
 	fmt.Fprintf(out, "\nFits cost = a + b·N over N = %v, extrapolated to %d shoots (an extrapolation: %d shoots were not run):\n", ns, extrapolateTo, extrapolateTo)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -381,7 +381,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		}{{"ours", func(r sizeResult) sideResult { return r.ours }}, {"Gardener", func(r sizeResult) sideResult { return r.peer }}} {
 			ys := make([]float64, len(results))
 			for i, r := range results {
-				ys[i] = f.of(side.of(r), r.n)
+				ys[i] = f.of(side.of(r))
 			}
 			l, err := fit(ns, ys)
 			if err != nil {

@@ -51,6 +51,8 @@ type options struct {
 	// peer is Gardener's gardener-resource-manager binary; binDir holds ours, built once.
 	peer, binDir string
 	dir          string
+	// sides are the sides measured (both by default; one alone when working on it).
+	sides map[string]bool
 }
 
 // watchesUp is how long a side's processes run before the ManagedResources are created: what
@@ -77,7 +79,17 @@ func main() {
 	flag.IntVar(&opts.edits, "edits", 100, "edits of managed ConfigMaps in one shoot, each timed until reverted")
 	flag.StringVar(&opts.peer, "peer", "", "Gardener's gardener-resource-manager binary (hack/peers.sh)")
 	flag.StringVar(&opts.dir, "dir", "", "where the logs, kubeconfigs and audit logs go (default: a new temporary directory)")
+	sides := flag.String("sides", "ours,gardener", "the sides measured, comma-separated: ours, gardener (one alone has no side to compare with)")
 	flag.Parse()
+	opts.sides = map[string]bool{}
+	for _, s := range strings.Split(*sides, ",") {
+		s = strings.TrimSpace(s)
+		if s != "ours" && s != "gardener" {
+			fmt.Fprintf(os.Stderr, "-sides: %q is neither ours nor gardener\n", s)
+			os.Exit(2)
+		}
+		opts.sides[s] = true
+	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -113,7 +125,10 @@ func bench(ctx context.Context, opts options, out io.Writer) ([]sizeResult, erro
 	if opts.period < minPeriod {
 		return nil, fmt.Errorf("-period %s: Gardener's resource manager takes no sync period under %s", opts.period, minPeriod)
 	}
-	if opts.peer == "" {
+	if opts.sides == nil {
+		opts.sides = map[string]bool{"ours": true, "gardener": true}
+	}
+	if opts.peer == "" && opts.sides["gardener"] {
 		return nil, fmt.Errorf("no -peer: Gardener's gardener-resource-manager (hack/peers.sh) is the side ours is measured beside")
 	}
 	if opts.dir == "" {
@@ -155,8 +170,10 @@ type run struct {
 	seed   *testenv.Env
 	audit  string
 	shoots *shoots
-	// fronts are the queue-proxies in front of our functions.
-	fronts []*http.Server
+	// fronts are the queue-proxies in front of our functions; functionURLs their functions'
+	// own addresses (for their metrics).
+	fronts       []*http.Server
+	functionURLs map[string]string
 }
 
 // sizeResult is both sides' figures at one N.
@@ -216,11 +233,15 @@ func (r *run) run(ctx context.Context) (res sizeResult, err error) {
 	res.startShoots = time.Since(started)
 	fmt.Fprintf(r.log, "bench-seed: N=%d: %d shoots started in %s\n", r.n, r.n, res.startShoots.Round(time.Second))
 
-	if res.ours, err = r.side(ctx, "ours"); err != nil {
-		return res, fmt.Errorf("ours: %w", err)
+	if r.opts.sides["ours"] {
+		if res.ours, err = r.side(ctx, "ours"); err != nil {
+			return res, fmt.Errorf("ours: %w", err)
+		}
 	}
-	if res.peer, err = r.side(ctx, "gardener"); err != nil {
-		return res, fmt.Errorf("Gardener's: %w", err)
+	if r.opts.sides["gardener"] {
+		if res.peer, err = r.side(ctx, "gardener"); err != nil {
+			return res, fmt.Errorf("Gardener's: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -246,6 +267,14 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 		seedUsers, shootUsers = []string{gardenerUser}, []string{oursShootUser}
 	}
 	defer func() {
+		// What our functions counted (events by outcome, reconciles by trigger), for reading
+		// where a figure's time went.
+		for fn, url := range r.functionURLs {
+			if err := saveMetrics(ctx, url+"/metrics", filepath.Join(r.dir, "ours-"+fn+".metrics")); err != nil {
+				fmt.Fprintf(r.log, "bench-seed: %s's metrics: %v\n", fn, err)
+			}
+		}
+		r.functionURLs = nil
 		// The event plumbing (last) first: nothing is sent to what stopped.
 		for _, p := range slices.Backward(procs) {
 			p.stop()
@@ -339,6 +368,9 @@ func report(out io.Writer, opts options, results []sizeResult) {
 			name string
 			res  sideResult
 		}{{"ours", r.ours}, {"Gardener", r.peer}} {
+			if s.res.processes == 0 {
+				continue // not measured (-sides)
+			}
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", r.n, s.name, s.res.processes,
 				mib(s.res.window.meanRSS), mib(s.res.window.peakRSS), mib(s.res.peaks), s.res.window.cpu.Seconds(),
 				verbs(s.res.seedRequests, 1), verbs(s.res.shootRequests, r.n), s.res.fullSync.Round(100*time.Millisecond),
@@ -379,6 +411,9 @@ func report(out io.Writer, opts options, results []sizeResult) {
 			name string
 			of   func(sizeResult) sideResult
 		}{{"ours", func(r sizeResult) sideResult { return r.ours }}, {"Gardener", func(r sizeResult) sideResult { return r.peer }}} {
+			if side.of(results[0]).processes == 0 {
+				continue // not measured (-sides)
+			}
 			ys := make([]float64, len(results))
 			for i, r := range results {
 				ys[i] = f.of(side.of(r))

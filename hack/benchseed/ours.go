@@ -97,6 +97,10 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		}
 		procs = append(procs, p)
 		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		if r.functionURLs == nil {
+			r.functionURLs = map[string]string{}
+		}
+		r.functionURLs[name] = url
 		if err := p.waitReady(ctx, url+"/readyz", time.Minute); err != nil {
 			return fail(err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -67,6 +68,27 @@ func (p *process) waitReady(ctx context.Context, url string, timeout time.Durati
 }
 
 var readinessClient = &http.Client{Timeout: time.Second}
+
+// saveMetrics writes what a process's Prometheus endpoint at url answers to path.
+func saveMetrics(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := readinessClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
 
 // alive says whether the process still runs; an exit is an error of the run.
 func (p *process) alive() error {

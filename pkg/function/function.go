@@ -191,6 +191,9 @@ type Request struct {
 	Trigger Trigger
 	// Sweep names the sweep for sweep reconciles.
 	Sweep string
+	// echo is the version of the object an event carried: the runtime skips the reconcile when
+	// a successful one of the same key wrote it (ownwrites.go).
+	echo *ownWrite
 }
 
 // List is one LIST a sweep reads, page by page.

@@ -47,6 +47,8 @@ type journal struct {
 	// snapshot says the reconcile reads a sweep's snapshot: it may not create (beforeCreate);
 	// refused says a create was refused for it.
 	snapshot, refused bool
+	// wrote are the versions the reconcile's writes produced (ownwrites.go).
+	wrote []ownWrite
 }
 
 // Created is one object a reconcile created: as the API server answered its create (UID and
@@ -204,6 +206,7 @@ func (j *journal) reset() {
 	defer j.mu.Unlock()
 	j.read, j.uid, j.deleting, j.object = false, "", false, nil
 	j.created, j.proven, j.snapshot, j.refused = nil, false, false, false
+	j.wrote = nil
 }
 
 // DefaultUndo deletes what the reconcile created, latest first, each if still as created.

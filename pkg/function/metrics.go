@@ -20,6 +20,10 @@ type metrics struct {
 	// guard counts the owner guard's checks and what they found (owner-kept, owner-lost,
 	// check-failed, undo-failed).
 	guard *prometheus.CounterVec
+	// ownWrites counts events that were the echo of a successful reconcile's own write;
+	// coalescedKeys, event keys served by a reconcile that began after the event arrived.
+	ownWrites     *prometheus.CounterVec
+	coalescedKeys *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, function string) *metrics {
@@ -67,13 +71,23 @@ func newMetrics(reg prometheus.Registerer, function string) *metrics {
 			Help:        "Live checks of a reconcile's primary after it created objects, by reconciler and outcome (owner-kept; owner-lost: the creations undone and the key reconciled again; check-failed; undo-failed).",
 			ConstLabels: constLabels,
 		}, []string{"reconciler", "outcome"}),
+		ownWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_events_own_writes_total",
+			Help:        "Event keys not reconciled because the event carried the version of the object a successful reconcile of the same key wrote itself, by reconciler and kind of the object.",
+			ConstLabels: constLabels,
+		}, []string{"reconciler", "kind"}),
+		coalescedKeys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_event_keys_coalesced_total",
+			Help:        "Event keys not reconciled because a live reconcile of the same key that began after the event arrived succeeded while it waited (as a work queue holds a key once), by reconciler.",
+			ConstLabels: constLabels,
+		}, []string{"reconciler"}),
 		swept: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name:        "gardener_knative_sweep_objects",
 			Help:        "Objects the last run of each sweep reconciled.",
 			ConstLabels: constLabels,
 		}, []string{"sweep"}),
 	}
-	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures, m.guard)
+	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures, m.guard, m.ownWrites, m.coalescedKeys)
 	return m
 }
 

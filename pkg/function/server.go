@@ -79,6 +79,8 @@ type Server struct {
 	targets *targets
 	// keys lets one reconcile of a key (by reconciler and tenant) run at a time.
 	keys keyLocks
+	// ownWrites are the versions successful reconciles wrote, whose events are their echoes.
+	ownWrites *ownWrites
 }
 
 // NewServer validates fn and builds its reconcilers.
@@ -88,19 +90,20 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		fn: fn, handlers: map[string]Handler{}, opts: opts, log: env.Log,
-		live:    map[Cluster]client.Client{Source: env.Source},
-		metrics: newMetrics(env.Registry, fn.Name),
-		runs:    map[string]*sweepRuns{},
-		config:  env.Config,
+		live:      map[Cluster]client.Client{Source: env.Source},
+		metrics:   newMetrics(env.Registry, fn.Name),
+		runs:      map[string]*sweepRuns{},
+		config:    env.Config,
+		ownWrites: newOwnWrites(),
 	}
 	deps := Deps{
-		Source: ClusterClient{Reader: env.Source, Writer: NewWriter(env.Source), Mapper: staticMapper(env.Source), Tokens: NewTokens(env.Source)},
+		Source: ClusterClient{Reader: env.Source, Writer: newWriter(env.Source, Source), Mapper: staticMapper(env.Source), Tokens: NewTokens(env.Source)},
 		Clock:  env.Clock, Config: env.Config, Registry: env.Registry,
 	}
 	if slices.Contains(fn.Clusters(), Target) {
 		s.targets = newTargets(env)
 		s.live[Target] = s.targets.client
-		deps.Target = ClusterClient{Reader: s.targets.client, Writer: NewWriter(s.targets.client), Mapper: s.targets.mapper, Config: env.TargetConfig, RESTConfig: s.targets.restConfig(env.TargetConfig), Tokens: NewTokens(s.targets.client)}
+		deps.Target = ClusterClient{Reader: s.targets.client, Writer: newWriter(s.targets.client, s.clusterOf(Target)), Mapper: s.targets.mapper, Config: env.TargetConfig, RESTConfig: s.targets.restConfig(env.TargetConfig), Tokens: NewTokens(s.targets.client)}
 	}
 	for _, r := range fn.Reconcilers {
 		component := fn.Name + "-controller"
@@ -239,6 +242,7 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	watched := false
 	var transient, terminal []error
 	reconciled := map[string]map[Key]bool{}
+	echo := s.ownWriteOf(ev)
 	mapCtx := ctx
 	if ev.Tenant != "" {
 		if s.targets == nil || s.targets.mode != PerSeed {
@@ -292,7 +296,7 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 				reconciled[w.Reconciler] = map[Key]bool{}
 			}
 			reconciled[w.Reconciler][key] = true
-			err := s.reconcileLive(ctx, r, key, ev.Tenant)
+			err := s.reconcileLive(ctx, r, key, ev.Tenant, echo)
 			switch {
 			case err == nil:
 			case apierrors.IsNotFound(err) && isTerminalFor(err, r, key):
@@ -320,8 +324,9 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	return nil
 }
 
-// reconcileLive reconciles one key of an event from live state, for its tenant.
-func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from tenant.Name) error {
+// reconcileLive reconciles one key of an event from live state, for its tenant, unless the event
+// is the echo of that key's own write (echo: the version the event carries).
+func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from tenant.Name, echo *ownWrite) error {
 	tn, err := s.targets.tenantOf(r, key, from)
 	if err == nil {
 		ctx, err = s.targets.reach(ctx, tn)
@@ -337,7 +342,7 @@ func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from 
 		s.metrics.filtered.WithLabelValues(r.Name, r.For.Kind).Inc()
 		return nil
 	}
-	return s.reconcile(ctx, r, Request{Key: key, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent})
+	return s.reconcile(ctx, r, Request{Key: key, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent, echo: echo})
 }
 
 // clusterOf is where a declared cluster is: the Source for the Target too in seed mode.
@@ -355,11 +360,24 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 	h := s.handlers[r.Name]
 	// One reconcile of a key at a time in this process: a duplicate, a sweep beside an event,
 	// waits for the one running and then reads what it left.
-	release, err := s.keys.lock(ctx, r.Name+"/"+string(tenant.From(ctx))+"/"+req.Key.String())
+	reconciled := r.Name + "/" + string(tenant.From(ctx)) + "/" + req.Key.String()
+	held, err := s.keys.lock(ctx, reconciled)
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: waiting for the reconcile of the same key running: %w", r.Name, req.Key, err)
 	}
-	defer release()
+	defer held.release()
+	// An event waits for the reconcile of its key that runs; by its turn, what it asks for may
+	// be done: by a later reconcile of the key (keylock.go), or it was that reconcile's own write
+	// (ownwrites.go), as an echo mostly arrives while the reconcile that wrote it runs.
+	if req.Trigger == ByEvent && held.servedSinceArrival() {
+		s.metrics.coalescedKeys.WithLabelValues(r.Name).Inc()
+		return nil
+	}
+	if req.echo != nil && s.ownWrites.wrote(reconciled, *req.echo) {
+		s.metrics.ownWrites.WithLabelValues(r.Name, req.echo.kind.Kind).Inc()
+		return nil
+	}
+	held.started()
 	start, trigger := time.Now(), req.Trigger
 	live := s.live[s.clusterOf(r.Cluster)]
 	j := &journal{primaryGroupKind: r.For.GroupKind(), primaryKey: req.Key, scheme: s.live[Source].Scheme(), snapshot: req.Trigger == BySweep}
@@ -389,6 +407,10 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 	s.metrics.reconcile.WithLabelValues(r.Name, string(trigger), result(err)).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: %w", r.Name, req.Key, err)
+	}
+	s.ownWrites.add(reconciled, j.written())
+	if req.Trigger == ByEvent { // read live (a sweep's reconcile retried live counts from its start)
+		held.succeeded()
 	}
 	return nil
 }

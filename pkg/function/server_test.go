@@ -631,3 +631,24 @@ func TestCoalescedTickWaitsWithinItsSweepTimeout(t *testing.T) {
 	assert.Contains(t, answer, context.DeadlineExceeded.Error())
 	assert.Len(t, rec.recorded(), 1, "nothing reconciled on its behalf after its time ran out")
 }
+
+// Events of one key that arrive while its reconcile runs share one more reconcile, as a work
+// queue holds a key once however often it is added.
+func TestEventsWaitingForAKeyShareOneReconcile(t *testing.T) {
+	rec := &recorder{block: make(chan struct{})}
+	h := newHarness(t, rec)
+	ev := Event{Cluster: Source, Kind: bastionKind.GroupVersionKind, Key: Key{Namespace: "garden-dev", Name: "b1"}}
+	errs := make(chan error, 6)
+	go func() { errs <- h.server.HandleEvent(context.Background(), ev) }()
+	require.Eventually(t, func() bool { return len(rec.recorded()) == 1 }, 5*time.Second, time.Millisecond)
+	for range 5 {
+		go func() { errs <- h.server.HandleEvent(context.Background(), ev) }()
+	}
+	require.Eventually(t, func() bool { return h.server.keys.waiting("main//garden-dev/b1") == 6 }, 5*time.Second, time.Millisecond)
+	close(rec.block)
+	for range 6 {
+		require.NoError(t, <-errs)
+	}
+	assert.Len(t, rec.recorded(), 2, "the running reconcile and one for the five that waited")
+	assert.Equal(t, 4.0, testutil.ToFloat64(h.server.metrics.coalescedKeys.WithLabelValues("main")))
+}

@@ -50,7 +50,13 @@ type Writer interface {
 }
 
 // NewWriter returns the optimistic writer over c.
-func NewWriter(c client.Client) Writer { return &optimisticWriter{c: c, noops: lru.New(noopMemory)} }
+func NewWriter(c client.Client) Writer { return newWriter(c, "") }
+
+// newWriter is the optimistic writer of a reconciler's cluster: it notes the versions its writes
+// produce in the reconcile's journal (ownwrites.go).
+func newWriter(c client.Client, cluster Cluster) *optimisticWriter {
+	return &optimisticWriter{c: c, cluster: cluster, noops: lru.New(noopMemory)}
+}
 
 // noopMemory bounds how many patches the server answered without a change are remembered
 // (about 100 bytes each).
@@ -58,6 +64,9 @@ const noopMemory = 20000
 
 type optimisticWriter struct {
 	c client.Client
+	// cluster is the cluster c reaches, as the server resolves it; empty for a writer of no
+	// reconciler's cluster (whose writes are no events the function watches).
+	cluster Cluster
 	// noops remembers patches the server applied without a change (its answer kept the
 	// resourceVersion), by the object's UID and version and the patch: while the object stays at
 	// that version, the same patch would change nothing again, so it is not sent again.
@@ -73,6 +82,7 @@ func (w *optimisticWriter) Create(ctx context.Context, obj client.Object) error 
 		return err
 	}
 	j.recordCreate(w.c, obj)
+	j.recordVersion(ctx, w.cluster, obj)
 	return nil
 }
 
@@ -88,7 +98,7 @@ func (w *optimisticWriter) Touch(ctx context.Context, obj client.Object) error {
 	if err := w.c.Patch(ctx, obj, (&change{}).patch(rv)); err != nil {
 		return err
 	}
-	journalFrom(ctx).recordWrite(obj)
+	w.recorded(ctx, obj, rv)
 	return nil
 }
 
@@ -113,7 +123,7 @@ func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate 
 	}
 	err = send(patch)
 	if err == nil {
-		journalFrom(ctx).recordWrite(obj)
+		w.recorded(ctx, obj, rv)
 		if obj.GetResourceVersion() == rv {
 			w.noops.Add(noop, struct{}{})
 		}
@@ -144,8 +154,18 @@ func (w *optimisticWriter) patch(ctx context.Context, obj client.Object, mutate 
 	if err := send(fixed.patch(rv)); err != nil {
 		return true, err
 	}
-	journalFrom(ctx).recordWrite(obj)
+	w.recorded(ctx, obj, rv)
 	return true, nil
+}
+
+// recorded notes a successful conditional write of obj (the server's answer) based on version
+// rv in the reconcile's journal: for the owner guard, and its new version, if it made one.
+func (w *optimisticWriter) recorded(ctx context.Context, obj client.Object, rv string) {
+	j := journalFrom(ctx)
+	j.recordWrite(obj)
+	if obj.GetResourceVersion() != rv {
+		j.recordVersion(ctx, w.cluster, obj)
+	}
 }
 
 func (w *optimisticWriter) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {

@@ -89,8 +89,9 @@ func newFunction() *function.Function {
 			{Name: Progressing, For: kinds.ManagedResource, New: newReconciler(checks.Progressing, resourcesv1alpha1.ResourcesProgressing)},
 		},
 	}
+	conditions := map[string]gardencorev1beta1.ConditionType{Health: resourcesv1alpha1.ResourcesHealthy, Progressing: resourcesv1alpha1.ResourcesProgressing}
 	for _, r := range []string{Health, Progressing} {
-		fn.Watches = append(fn.Watches, function.Watch{Kind: kinds.ManagedResource, Reconciler: r, Predicate: ManagedResourcePredicate})
+		fn.Watches = append(fn.Watches, function.Watch{Kind: kinds.ManagedResource, Reconciler: r, Predicate: ManagedResourcePredicate(conditions[r])})
 		watched := checkedKinds
 		if r == Progressing {
 			watched = progressingKinds
@@ -121,33 +122,32 @@ func newFunction() *function.Function {
 	return fn
 }
 
-// ManagedResourcePredicate lets through the ManagedResources whose health is to be checked anew,
-// as Gardener's predicates do, on the new object alone: created ones, and those the
-// ManagedResource function applied (or changed the set of objects of) since the condition was
-// last checked. Deleted ones are not checked.
-func ManagedResourcePredicate(ev function.Event) bool {
-	if ev.Deleted {
-		return false
-	}
-	if ev.Created || ev.Object == nil {
-		return true
-	}
-	mr, err := function.Decode[resourcesv1alpha1.ManagedResource](ev)
-	if err != nil || mr == nil {
-		return true
-	}
-	applied := function.GetCondition(mr.Status.Conditions, resourcesv1alpha1.ResourcesApplied)
-	if applied == nil {
-		return false
-	}
-	for _, t := range []gardencorev1beta1.ConditionType{resourcesv1alpha1.ResourcesHealthy, resourcesv1alpha1.ResourcesProgressing} {
-		c := function.GetCondition(mr.Status.Conditions, t)
-		if c == nil || c.Reason == resourcesv1alpha1.ConditionChecksPending || c.Reason == resourcesv1alpha1.ConditionManagedResourceIgnored ||
-			c.LastUpdateTime.Before(&applied.LastUpdateTime) {
+// ManagedResourcePredicate lets through the ManagedResources whose condition t is to be checked
+// anew, as Gardener's predicates do, on the new object alone: created ones, and those the
+// ManagedResource function applied (or changed the set of objects of) since t was last checked.
+// Deleted ones are not checked. Each reconciler looks at its own condition only: Gardener's
+// health and progressing controllers start on the apply alone, so neither is started again by
+// the other's write.
+func ManagedResourcePredicate(t gardencorev1beta1.ConditionType) function.Predicate {
+	return func(ev function.Event) bool {
+		if ev.Deleted {
+			return false
+		}
+		if ev.Created || ev.Object == nil {
 			return true
 		}
+		mr, err := function.Decode[resourcesv1alpha1.ManagedResource](ev)
+		if err != nil || mr == nil {
+			return true
+		}
+		applied := function.GetCondition(mr.Status.Conditions, resourcesv1alpha1.ResourcesApplied)
+		if applied == nil {
+			return false
+		}
+		c := function.GetCondition(mr.Status.Conditions, t)
+		return c == nil || c.Reason == resourcesv1alpha1.ConditionChecksPending || c.Reason == resourcesv1alpha1.ConditionManagedResourceIgnored ||
+			c.LastUpdateTime.Before(&applied.LastUpdateTime)
 	}
-	return false
 }
 
 // ObjectPredicate lets through the changes of objects a ManagedResource applied that are not

@@ -214,7 +214,10 @@ func newReconciler(kind registrationKind) func(function.Deps) (function.Handler,
 	}
 }
 
-// Reconcile sets every webhook's caBundle to its source's bundle.
+// Reconcile sets every webhook's caBundle to its source's bundle. A reconcile that changed the
+// registration's bundles decides once more: what a pending rotation waited for (every
+// registration trusting the new CA) may have been this very write, whose event is its own echo
+// (not reconciled again by the runtime).
 func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error {
 	obj := r.Kind.object()
 	if err := req.Reader.Get(ctx, req.Key, obj); err != nil {
@@ -223,6 +226,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if obj.GetLabels()["app.kubernetes.io/part-of"] != "gardener-knative" {
 		return nil
 	}
+	for pass := 0; pass < 2; pass++ {
+		patched, err := r.inject(ctx, req, obj)
+		if err != nil || !patched {
+			return err
+		}
+	}
+	return nil
+}
+
+// inject takes each source of the registration's webhooks one step and writes their bundles into
+// obj; patched says that obj changed.
+func (r *Reconciler) inject(ctx context.Context, req function.Request, obj client.Object) (bool, error) {
 	bundles := map[source][]byte{}
 	for _, cc := range r.Kind.configs(obj) {
 		src, ok := sourceOf(obj, cc)
@@ -234,7 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 		}
 		if src.issued && src.secret.Namespace != sources.Namespace {
 			// Its Secret would be written where this function has no business (and no RBAC).
-			return function.Terminal(fmt.Errorf("%s %s: the Service %s is not of %s, so it gets no certificate here", r.Kind.name, obj.GetName(), src.secret, sources.Namespace))
+			return false, function.Terminal(fmt.Errorf("%s %s: the Service %s is not of %s, so it gets no certificate here", r.Kind.name, obj.GetName(), src.secret, sources.Namespace))
 		}
 		var err error
 		if src.issued {
@@ -243,7 +258,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 			bundles[src], err = r.input(ctx, req, src.secret)
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", r.Kind.name, obj.GetName(), err)
+			return false, fmt.Errorf("%s %s: %w", r.Kind.name, obj.GetName(), err)
 		}
 	}
 	patched, err := r.Source.Writer.Patch(ctx, obj, func() {
@@ -253,10 +268,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 			}
 		}
 	})
-	if patched {
+	if patched && err == nil {
 		r.Log.Info("CA bundle injected", "registration", obj.GetName(), "sources", len(bundles))
 	}
-	return err
+	return patched && err == nil, err
 }
 
 // input is the ca.crt of a Secret an operator provides.

@@ -294,6 +294,25 @@ func (h *Harness) ResetRequests() {
 	h.Counter.Reset()
 }
 
+// Touched reads obj through c, makes someone else's change to it that means nothing to a
+// reconcile (an annotation) and returns it as changed: an event of it is no echo of the
+// function's own write (the runtime does not reconcile those again), so it is reconciled in full,
+// as a test of an unchanged reconcile's cost wants.
+func Touched[T client.Object](t testing.TB, c client.Client, obj T) T {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["test.gardener-knative.io/touched"] = obj.GetResourceVersion()
+	obj.SetAnnotations(annotations)
+	require.NoError(t, c.Patch(ctx, obj, patch))
+	return obj
+}
+
 // ToUnstructured converts a typed object to the unstructured form the adapter sends, with its
 // apiVersion and kind set.
 func ToUnstructured(t testing.TB, obj client.Object) *unstructured.Unstructured {

@@ -23,6 +23,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 )
 
 const (
@@ -84,7 +85,7 @@ func TestInstallFromOCIWithPullSecret(t *testing.T) {
 	assert.Equal(t, "a,b", ns.Annotations["high-availability-config.resources.gardener.cloud/zones"])
 
 	requestsBefore, blobsBefore := f.registry.Requests(), f.registry.BlobDownloads()
-	gardenCounts, seedCounts := f.measureBoth(func() { f.Send("update", get(t, ci)) })
+	gardenCounts, seedCounts := f.measureBoth(func() { f.Send("update", functiontest.Touched(t, garden.Client, ci)) })
 	assert.Zero(t, writes(gardenCounts), "garden requests of an unchanged reconcile: %v", gardenCounts)
 	assert.Zero(t, writes(seedCounts), "seed requests of an unchanged reconcile: %v", seedCounts)
 	assert.Equal(t, int64(2), f.registry.Requests()-requestsBefore, "a tag costs the registry's auth ping and one HEAD of the manifest")
@@ -148,7 +149,7 @@ func TestUpgradeWhenDeploymentChanges(t *testing.T) {
 	requireCondition(t, ci, installed, isTrue, "InstallationSuccessful")
 
 	requestsBefore := f.registry.Requests()
-	gardenCounts, seedCounts := f.measureBoth(func() { f.Send("update", get(t, ci)) })
+	gardenCounts, seedCounts := f.measureBoth(func() { f.Send("update", functiontest.Touched(t, garden.Client, ci)) })
 	assert.Zero(t, f.registry.Requests()-requestsBefore, "a cached digest costs the registry nothing")
 	assert.Equal(t, map[string]int{"get": 4}, gardenCounts, "installation, deployment, registration, seed; no pull secret")
 	assert.Equal(t, map[string]int{"list": 1}, seedCounts, "the release's records, metadata only")

@@ -185,12 +185,15 @@ func TestDeletionRemovesReplicasThenFinalizer(t *testing.T) {
 	requests := f.Measure(func() { f.Sweep(managedseedset.ResyncSweep) })
 	assert.Zero(t, requests["create"]+requests["patch"]+requests["delete"]+requests["update"], "a sweep with nothing changed writes nothing: %v", requests)
 
+	// Each step is taken on the event of the one before, as the watches deliver them: the set's
+	// deletion, then the deletion of its pending replica's ManagedSeed, then of its Shoot.
+	managedSeed, shoot := getManagedSeed(t, "deleted-0"), getShoot(t, "deleted-0")
 	require.NoError(t, env.Client.Delete(ctx, getSet(t, set.Name)))
 	f.Send("update", getSet(t, set.Name))
 	assert.False(t, exists(t, getManagedSeedKey("deleted-0")))
-	f.Send("update", getSet(t, set.Name))
+	f.Send("delete", managedSeed)
 	assert.False(t, exists(t, getShootKey("deleted-0")))
-	f.Send("update", getSet(t, set.Name))
+	f.Send("delete", shoot)
 	assert.False(t, exists(t, set), "the finalizer is gone with the last replica")
 }
 

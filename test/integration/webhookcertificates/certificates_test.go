@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -39,7 +40,7 @@ func TestIssuesOnceAndInjectsEveryRegistration(t *testing.T) {
 	assert.Equal(t, [][]byte{bundle}, bundles(t, v), "the second registration trusts the same certificate")
 	assert.Equal(t, cert.Raw, served(t, secretOf(t, service)).Raw, "issued once")
 
-	requests := f.Measure(func() { f.Send("update", m) })
+	requests := f.Measure(func() { f.Send("update", functiontest.Touched(t, env.Client, m)) })
 	assert.Equal(t, map[string]int{"get": 2}, requests, "a registration in line costs its read and its Secret's")
 }
 
@@ -57,7 +58,7 @@ func TestRotatesInTwoPhases(t *testing.T) {
 	first := served(t, secretOf(t, service))
 
 	f.Clock.SetTime(webhookcertificates.RenewAt(first).Add(time.Minute))
-	f.Send("update", m)
+	f.Send("update", functiontest.Touched(t, env.Client, m))
 	secret := secretOf(t, service)
 	state := webhookcertificates.Read(secret.Data)
 	require.NotNil(t, state.Pending, "the rotation started")
@@ -68,14 +69,13 @@ func TestRotatesInTwoPhases(t *testing.T) {
 
 	// One registration does not trust the new CA yet: nothing is promoted, nor is trust recorded.
 	f.Clock.Step(2 * time.Minute)
-	f.Send("update", m)
+	f.Send("update", functiontest.Touched(t, env.Client, m))
 	assert.Equal(t, first.Raw, served(t, secretOf(t, service)).Raw, "no server presents a certificate a registration would refuse")
 	assert.NotContains(t, secretOf(t, service).Annotations, webhookcertificates.AnnotationTrustedSince)
 
-	// The sweep brings the validating registration the bundle; its event finds both trusting
-	// the new CA, which is recorded; the promotion waits for the delay.
+	// The sweep brings the validating registration the bundle, and then finds both trusting the
+	// new CA, which is recorded; the promotion waits for the delay.
 	f.Sweep(webhookcertificates.ResyncValidating)
-	f.Send("update", v)
 	assert.Contains(t, secretOf(t, service).Annotations, webhookcertificates.AnnotationTrustedSince)
 	assert.Equal(t, first.Raw, served(t, secretOf(t, service)).Raw, "trusted too briefly")
 	f.Clock.Step(2 * time.Minute)

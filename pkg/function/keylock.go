@@ -17,8 +17,8 @@ import (
 // for a key share one reconcile: a waiter whose turn comes after a live reconcile of the key
 // began after it arrived, and succeeded, is served by that reconcile (heldKey.served). Its event
 // was sent after its change was stored, and a live read after its arrival sees that change.
-// A burst of events mapped to one key (a ManagedResource's objects created at once, each an
-// event for the health checks) costs two reconciles, not one per event.
+// The events of a key that arrive while one of its reconciles runs (a ManagedResource's objects
+// created at once, each an event for the health checks) cost one more reconcile, not one each.
 type keyLocks struct {
 	mu   sync.Mutex
 	held map[string]*keyLock
@@ -37,11 +37,11 @@ type keyLock struct {
 
 // heldKey is a key held by one reconcile.
 type heldKey struct {
-	locks    *keyLocks
-	key      string
-	lock     *keyLock
-	arrived  uint64
-	startedN uint64
+	locks   *keyLocks
+	key     string
+	lock    *keyLock
+	arrived uint64
+	began   uint64
 }
 
 // lock waits until key is free and holds it; it gives up when ctx ends (the caller then answers
@@ -78,13 +78,13 @@ func (h *heldKey) servedSinceArrival() bool {
 }
 
 // started marks the beginning of the holder's reconcile (before its first read).
-func (h *heldKey) started() { h.startedN = h.locks.order.Add(1) }
+func (h *heldKey) started() { h.began = h.locks.order.Add(1) }
 
 // succeeded records that the holder's reconcile, which read live from its start, succeeded.
 func (h *heldKey) succeeded() {
 	h.locks.mu.Lock()
 	defer h.locks.mu.Unlock()
-	h.lock.served = max(h.lock.served, h.startedN)
+	h.lock.served = max(h.lock.served, h.began)
 }
 
 // release lets the next waiter take the key.

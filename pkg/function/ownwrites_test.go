@@ -128,12 +128,12 @@ func TestEventOfAReconcilesOwnWriteIsNotReconciledAgain(t *testing.T) {
 		ev := updateEvent(t, c, key)
 		w := s.ownWriteOf(ev)
 		require.NotNil(t, w)
-		reconciled := "main//" + key.String()
+		reconciled := reconciledKey("main", "", key)
 		require.True(t, s.ownWrites.wrote(reconciled, *w), "the echo, as the runtime compares it")
 		onTarget := *w
 		onTarget.cluster, onTarget.tenant = Target, "shoot--a--b"
 		assert.False(t, s.ownWrites.wrote(reconciled, onTarget))
-		assert.False(t, s.ownWrites.wrote("main/shoot--a--b/"+key.String(), *w), "another tenant's key")
+		assert.False(t, s.ownWrites.wrote(reconciledKey("main", "shoot--a--b", key), *w), "another tenant's key")
 	})
 }
 
@@ -152,7 +152,7 @@ func TestEchoArrivingDuringItsReconcileWaitsAndIsRecognised(t *testing.T) {
 	echo := <-written
 	echoDone := make(chan error)
 	go func() { echoDone <- s.HandleEvent(ctx, echo) }()
-	require.Eventually(t, func() bool { return s.keys.waiting("main//"+key.String()) == 2 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return s.keys.waiting(reconciledKey("main", "", key)) == 2 }, 5*time.Second, time.Millisecond,
 		"the echo waits for the reconcile that wrote it")
 	close(release)
 	require.NoError(t, <-done)

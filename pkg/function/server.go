@@ -360,7 +360,7 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 	h := s.handlers[r.Name]
 	// One reconcile of a key at a time in this process: a duplicate, a sweep beside an event,
 	// waits for the one running and then reads what it left.
-	reconciled := r.Name + "/" + string(tenant.From(ctx)) + "/" + req.Key.String()
+	reconciled := reconciledKey(r.Name, tenant.From(ctx), req.Key)
 	held, err := s.keys.lock(ctx, reconciled)
 	if err != nil {
 		return fmt.Errorf("reconciler %s: %s: waiting for the reconcile of the same key running: %w", r.Name, req.Key, err)
@@ -413,6 +413,12 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 		held.succeeded()
 	}
 	return nil
+}
+
+// reconciledKey names one key of one reconciler and tenant: what the key lock holds and the
+// own-write memory is kept by.
+func reconciledKey(reconciler string, tn tenant.Name, key Key) string {
+	return reconciler + "/" + string(tn) + "/" + key.String()
 }
 
 // guardCreations is the owner guard (guard.go) at the end of one attempt of a reconcile: if it

@@ -644,7 +644,7 @@ func TestEventsWaitingForAKeyShareOneReconcile(t *testing.T) {
 	for range 5 {
 		go func() { errs <- h.server.HandleEvent(context.Background(), ev) }()
 	}
-	require.Eventually(t, func() bool { return h.server.keys.waiting("main//garden-dev/b1") == 6 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return h.server.keys.waiting(reconciledKey("main", "", ev.Key)) == 6 }, 5*time.Second, time.Millisecond)
 	close(rec.block)
 	for range 6 {
 		require.NoError(t, <-errs)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
@@ -16,6 +17,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -131,11 +133,19 @@ func Run(ctx context.Context, fn *Function) error {
 		return err
 	}
 	env := Env{Clock: clock.RealClock{}, Log: process.Log, Registry: process.Registry, Config: fnConfig}
-	if env.Source, err = process.SourceClient(scheme.Gardener); err != nil {
+	var rates tenantRates
+	var sourceOpts []bootstrap.ClientOption
+	if cfg.MultiTenant {
+		if rates, err = tenantRatesOf(cfg); err != nil {
+			return err
+		}
+		sourceOpts = append(sourceOpts, rates.seed.Apply)
+	}
+	if env.Source, err = process.SourceClient(scheme.Gardener, sourceOpts...); err != nil {
 		return err
 	}
 	if slices.Contains(fn.Clusters(), Target) {
-		if err := targetEnv(&env, process, cfg); err != nil {
+		if err := targetEnv(&env, process, cfg, rates.shoot); err != nil {
 			return fmt.Errorf("function %s works on a target cluster: %w", fn.Name, err)
 		}
 	}
@@ -147,9 +157,44 @@ func Run(ctx context.Context, fn *Function) error {
 	return process.Serve(ctx, server, bootstrap.ServeOptions{})
 }
 
+// tenantRates are the client-side rate limits of a per-seed deployment's tenants: each tenant's
+// requests to the seed and to its shoot are limited as the shoot's own resource manager limits
+// them (its sourceClientConnection and targetClientConnection: the ResourceManagerConfiguration
+// file, else gardenlet's, whose QPS and burst are Gardener's defaults, 100 and 130), each
+// tenant on its own. KUBE_API_QPS and KUBE_API_BURST bound the seed requests that are no
+// tenant's (the sweeps' LISTs across namespaces).
+type tenantRates struct {
+	seed  kube.TenantRateLimits
+	shoot kube.Rate
+}
+
+func tenantRatesOf(cfg Config) (tenantRates, error) {
+	files := cfg.ComponentConfigsOf()
+	rm, err := componentconfig.ResourceManagerFor(files.Role, files.ResourceManager)
+	if err != nil {
+		return tenantRates{}, err
+	}
+	source := rm.SourceClientConnection.ClientConnectionConfiguration
+	// Without a targetClientConnection, Gardener's resource manager reaches its target with
+	// the source's settings.
+	target := source
+	if rm.TargetClientConnection != nil {
+		target = rm.TargetClientConnection.ClientConnectionConfiguration
+	}
+	return tenantRates{
+		seed: kube.TenantRateLimits{
+			PerTenant: kube.Rate{QPS: source.QPS, Burst: int(source.Burst)},
+			Shared:    kube.Rate{QPS: cfg.QPS, Burst: cfg.Burst},
+			IsTenant:  func(namespace string) bool { return tenant.Valid(namespace, cfg.TenantPrefix) },
+		},
+		shoot: kube.Rate{QPS: target.QPS, Burst: int(target.Burst)},
+	}, nil
+}
+
 // targetEnv sets up the Target of env in the mode the configuration asks for: per seed with
-// MULTI_TENANT, single-target with TARGET_KUBECONFIG, else seed mode (the Source is the Target).
-func targetEnv(env *Env, process *bootstrap.Process, cfg Config) error {
+// MULTI_TENANT (each tenant's shoot client limited to shootRate), single-target with
+// TARGET_KUBECONFIG, else seed mode (the Source is the Target).
+func targetEnv(env *Env, process *bootstrap.Process, cfg Config, shootRate kube.Rate) error {
 	var err error
 	switch {
 	case cfg.MultiTenant:
@@ -160,7 +205,10 @@ func targetEnv(env *Env, process *bootstrap.Process, cfg Config) error {
 		env.Tenants, err = clients.New(clients.Options{
 			Seed: env.Source, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret,
 			SharedMapper: env.Source.RESTMapper(), Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL,
-			Log: process.Log, ConfigureREST: process.CountedAndLimited,
+			Log: process.Log, ConfigureREST: func(c *rest.Config) {
+				process.Requests.Instrument(c)
+				c.QPS, c.Burst = shootRate.QPS, shootRate.Burst
+			},
 		})
 		return err
 	case cfg.TargetKubeconfig != "":

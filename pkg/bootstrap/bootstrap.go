@@ -108,8 +108,15 @@ func Unthrottled(cfg *rest.Config) { cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0
 // its own clients are: requests counted, and the client-side rate limit of KUBE_API_QPS and
 // KUBE_API_BURST (client-go's default of 5 per second would queue a reconcile's reads).
 func (p *Process) CountedAndLimited(cfg *rest.Config) {
-	p.Requests.Instrument(cfg)
-	cfg.QPS, cfg.Burst = p.Config.QPS, p.Config.Burst
+	p.CountedAndLimitedTo(kube.Rate{QPS: p.Config.QPS, Burst: p.Config.Burst})(cfg)
+}
+
+// CountedAndLimitedTo is CountedAndLimited with a rate limit of its own (a tenant's).
+func (p *Process) CountedAndLimitedTo(r kube.Rate) ClientOption {
+	return func(cfg *rest.Config) {
+		p.Requests.Instrument(cfg)
+		cfg.QPS, cfg.Burst = r.QPS, r.Burst
+	}
 }
 
 // SourceRESTConfig is the counted REST configuration of the source cluster, for clients the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
@@ -161,8 +160,8 @@ func Run(ctx context.Context, fn *Function) error {
 // requests to the seed and to its shoot are limited as the shoot's own resource manager limits
 // them (its sourceClientConnection and targetClientConnection: the ResourceManagerConfiguration
 // file, else gardenlet's, whose QPS and burst are Gardener's defaults, 100 and 130), each
-// tenant on its own. KUBE_API_QPS and KUBE_API_BURST bound the seed requests that are no
-// tenant's (the sweeps' LISTs across namespaces).
+// tenant on its own; KUBE_API_QPS and KUBE_API_BURST bound all of the process's seed requests
+// together.
 type tenantRates struct {
 	seed  kube.TenantRateLimits
 	shoot kube.Rate
@@ -205,10 +204,7 @@ func targetEnv(env *Env, process *bootstrap.Process, cfg Config, shootRate kube.
 		env.Tenants, err = clients.New(clients.Options{
 			Seed: env.Source, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret,
 			SharedMapper: env.Source.RESTMapper(), Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL,
-			Log: process.Log, ConfigureREST: func(c *rest.Config) {
-				process.Requests.Instrument(c)
-				c.QPS, c.Burst = shootRate.QPS, shootRate.Burst
-			},
+			Log: process.Log, ConfigureREST: process.CountedAndLimitedTo(shootRate),
 		})
 		return err
 	case cfg.TargetKubeconfig != "":

@@ -83,7 +83,7 @@ type Options struct {
 	// tenant (e.g. the seed client's REST mapper); other groups each tenant discovers itself.
 	SharedMapper meta.RESTMapper
 	// ConfigureREST adapts every tenant's REST config before its client is built (request
-	// counting, no client-side throttling).
+	// counting, the client-side rate limit).
 	ConfigureREST func(*rest.Config)
 	Log           *slog.Logger
 }

@@ -112,16 +112,8 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // Classify names a request by the Kubernetes API verb and the resource it addresses
 // (group/resource, with /subresource), the way the kube-apiserver's own metrics do.
 func Classify(req *http.Request) (verb, resource string) {
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	// /api/v1/... or /apis/<group>/<version>/...; shorter paths are discovery.
-	var rest []string
-	group := ""
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		rest = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		group, rest = parts[1], parts[3:]
-	default:
+	parts, group, rest, ok := splitAPIPath(req)
+	if !ok {
 		return "discovery", req.URL.Path
 	}
 	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) > 2 {
@@ -167,4 +159,18 @@ func Classify(req *http.Request) (verb, resource string) {
 		verb = strings.ToLower(req.Method)
 	}
 	return verb, resource
+}
+
+// splitAPIPath splits a request's path into its parts, the API group ("" for the core group) and
+// what follows the group's version (/api/v1/..., /apis/<group>/<version>/...); ok is false for
+// shorter paths (discovery).
+func splitAPIPath(req *http.Request) (parts []string, group string, rest []string, ok bool) {
+	parts = strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		return parts, "", parts[2:], true
+	case len(parts) >= 3 && parts[0] == "apis":
+		return parts, parts[1], parts[3:], true
+	}
+	return parts, "", nil, false
 }

@@ -3,7 +3,6 @@ package kube
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"golang.org/x/time/rate"
@@ -39,7 +38,8 @@ func (l TenantRateLimits) Apply(cfg *rest.Config) {
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			// The tenant's own bucket first: a tenant over its limit holds none of the shared rate.
-			if namespace, tenant := limits.of(NamespaceOf(req)); tenant != nil {
+			namespace := NamespaceOf(req)
+			if tenant := limits.of(namespace); tenant != nil {
 				if err := tenant.Wait(req.Context()); err != nil {
 					return nil, fmt.Errorf("client rate limiter of tenant %s: %w", namespace, err)
 				}
@@ -70,9 +70,9 @@ type tenantLimiter struct {
 
 // of is the bucket of the tenant whose namespace a request is in; nil for a request that is no
 // tenant's.
-func (t *tenantLimiter) of(namespace string) (string, *rate.Limiter) {
+func (t *tenantLimiter) of(namespace string) *rate.Limiter {
 	if namespace == "" || !t.limits.IsTenant(namespace) {
-		return namespace, nil
+		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -84,7 +84,7 @@ func (t *tenantLimiter) of(namespace string) (string, *rate.Limiter) {
 		limiter = newLimiter(t.limits.PerTenant)
 		t.tenants[namespace] = limiter
 	}
-	return namespace, limiter
+	return limiter
 }
 
 // prune drops the buckets that are full: a full bucket lets through what a new one would, so
@@ -109,14 +109,7 @@ func newLimiter(r Rate) *rate.Limiter {
 // (/api/v1/namespaces/<ns>/…, /apis/<group>/<version>/namespaces/<ns>/…), or the namespace a
 // request for a Namespace object names; "" for every other request.
 func NamespaceOf(req *http.Request) string {
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	var rest []string
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		rest = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		rest = parts[3:]
-	}
+	_, _, rest, _ := splitAPIPath(req)
 	if len(rest) >= 2 && rest[0] == "namespaces" {
 		return rest[1]
 	}

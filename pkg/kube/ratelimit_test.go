@@ -100,7 +100,7 @@ func bucketsHeldAfter2000Tenants(t *testing.T, r Rate) int {
 		pruneAt: minPruneAt,
 	}
 	for i := range 2000 {
-		_, limiter := limits.of(fmt.Sprintf("shoot--%d", i))
+		limiter := limits.of(fmt.Sprintf("shoot--%d", i))
 		require.True(t, limiter.Allow())
 	}
 	return len(limits.tenants)

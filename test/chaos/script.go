@@ -2,8 +2,8 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
-	"strings"
 	"sync"
 	"time"
 
@@ -11,12 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape/samples"
 )
+
+// shootSamplesTimeout bounds the attempts to create the shoot's samples.
+const shootSamplesTimeout = 30 * time.Second
 
 // scriptSeed makes every run's script the same: which objects are updated and which deleted.
 const scriptSeed = 16
@@ -66,8 +70,13 @@ func newScript(land *landscape.Landscape, kubelet client.Client) *script {
 // shoot's (Nodes, a critical Pod, a kubelet's CSR).
 func (s *script) create(ctx context.Context) error {
 	// The shoot's first: its critical Pod becomes ready 15 s after them.
-	if line := s.nodes.Line(); strings.HasPrefix(line, "GRM node: creating samples") {
-		return &scriptError{line}
+	// Repeated while it fails: its Pod's admission may meet a webhook server not answering yet.
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, shootSamplesTimeout, true, func(ctx context.Context) (bool, error) {
+		last = s.nodes.Create(ctx)
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("the shoot's samples: %w (last attempt: %v)", err, last)
 	}
 	return samples.Create(ctx, s.garden, s.chartRef)
 }
@@ -159,7 +168,3 @@ func (r *recorder) Create(ctx context.Context, obj client.Object, opts ...client
 	s.order = append(s.order, createdObject{cluster: r.cluster, gvk: gvk, key: client.ObjectKeyFromObject(obj)})
 	return created
 }
-
-type scriptError struct{ line string }
-
-func (e *scriptError) Error() string { return e.line }

@@ -44,16 +44,32 @@ type ShootNodes struct {
 	created              time.Time
 }
 
+// createTimeout bounds the creation of the samples: their Pod passes the shoot's admission
+// webhooks, whose server may answer its first request slowly on a busy machine.
+const createTimeout = 10 * time.Second
+
 func (s *ShootNodes) Line() string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
 	if s.created.IsZero() {
-		if err := s.create(ctx); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+		err := s.Create(ctx)
+		cancel()
+		if err != nil {
 			return "GRM node: creating samples in the shoot … (" + err.Error() + ")"
 		}
-		s.created = time.Now()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
 	return "GRM node: " + s.taint(ctx) + "\n" + "GRM token invalidator: " + s.token(ctx) + "\n" + "GRM CSR approver: " + s.csr(ctx)
+}
+
+// Create creates the samples; those that exist already are left as they are, so a failed
+// creation may be repeated.
+func (s *ShootNodes) Create(ctx context.Context) error {
+	if err := s.create(ctx); err != nil {
+		return err
+	}
+	s.created = time.Now()
+	return nil
 }
 
 func (s *ShootNodes) create(ctx context.Context) error {

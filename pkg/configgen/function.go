@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -117,7 +118,10 @@ const (
 	// FunctionContainerConcurrency is the reconciles one pod takes at once (containerConcurrency);
 	// Knative's queue-proxy holds the rest.
 	FunctionContainerConcurrency = 20
-	functionMaxScale             = "3"
+	// FunctionTimeout is how long a request may take (the Service's timeoutSeconds); Knative's
+	// queue-proxy ends it then, its wait for a free slot included.
+	FunctionTimeout  = 300 * time.Second
+	functionMaxScale = "3"
 )
 
 // maxScale is Knative's upper bound of replicas.
@@ -130,7 +134,7 @@ func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unst
 	podSpec := map[string]any{
 		"containerConcurrency": int64(FunctionContainerConcurrency),
 		// A request is one event or one sweep run; SWEEP_TIMEOUT (4m) stays below it.
-		"timeoutSeconds": int64(300),
+		"timeoutSeconds": int64(FunctionTimeout.Seconds()),
 		"containers": []any{map[string]any{
 			"name":  "function",
 			"image": "ko://" + ModulePath + "/" + mainPackage,

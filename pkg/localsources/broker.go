@@ -17,6 +17,8 @@ import (
 	"knative.dev/eventing/pkg/eventfilter"
 	"knative.dev/eventing/pkg/eventfilter/subscriptionsapi"
 	"knative.dev/eventing/pkg/kncloudevents"
+
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 )
 
 // Broker stands in for a Knative Broker on one machine: it accepts the sources' events, and
@@ -39,12 +41,14 @@ type route struct {
 	filter  eventfilter.Filter
 	sink    string
 	retry   kncloudevents.RetryConfig
+	// timeout bounds one attempt: the delivery's timeout, else the subscriber's own bound.
+	timeout time.Duration
 }
 
 // NewBroker routes by the triggers of broker to the sinks of their subscribers (Knative Service
 // name → URL).
 func NewBroker(broker *eventingv1.Broker, triggers []*eventingv1.Trigger, sinks map[string]string, log *zap.SugaredLogger) (*Broker, error) {
-	b := &Broker{log: log, client: &http.Client{Timeout: 30 * time.Second}}
+	b := &Broker{log: log, client: &http.Client{}}
 	for _, t := range triggers {
 		sink, ok := sinks[t.Spec.Subscriber.Ref.Name]
 		if !ok {
@@ -61,7 +65,13 @@ func NewBroker(broker *eventingv1.Broker, triggers []*eventingv1.Trigger, sinks 
 				return nil, fmt.Errorf("trigger %s: %w", t.Name, err)
 			}
 		}
-		b.routes = append(b.routes, route{trigger: t, filter: subscriptionsapi.CreateSubscriptionsAPIFilters(log.Desugar(), t.Spec.Filters), sink: sink, retry: retry})
+		timeout := retry.RequestTimeout
+		if timeout == 0 {
+			// Knative's dispatcher sets no bound of its own: a request waits for a slot of the
+			// subscriber's pods until its queue-proxy ends it at the Service's timeoutSeconds.
+			timeout = configgen.FunctionTimeout
+		}
+		b.routes = append(b.routes, route{trigger: t, filter: subscriptionsapi.CreateSubscriptionsAPIFilters(log.Desugar(), t.Spec.Filters), sink: sink, retry: retry, timeout: timeout})
 	}
 	return b, nil
 }
@@ -110,7 +120,7 @@ func (b *Broker) deliver(r route, event cloudevents.Event) {
 		if attempt > 0 {
 			time.Sleep(r.retry.Backoff(attempt-1, nil))
 		}
-		code, err := b.send(r.sink, event)
+		code, err := b.send(r.sink, event, r.timeout)
 		if err == nil && code >= 200 && code < 300 {
 			return
 		}
@@ -148,8 +158,8 @@ func retriable(code int) bool {
 	return code == 404 || code == 408 || code == 409 || code == 429 || code >= 500
 }
 
-func (b *Broker) send(sink string, event cloudevents.Event) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (b *Broker) send(sink string, event cloudevents.Event, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sink, nil)
 	if err != nil {

@@ -3,8 +3,10 @@ package localsources
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,8 @@ import (
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"knative.dev/pkg/ptr"
+
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 )
 
 // A Trigger without a delivery of its own is delivered with its Broker's, as Knative's Trigger
@@ -45,4 +49,44 @@ func TestBrokerDeliversWithTheBrokersPolicyUnlessTheTriggerHasItsOwn(t *testing.
 	assert.Equal(t, int64(4), inherits.Load(), "the Broker's 3 retries after the first attempt")
 	assert.Equal(t, int64(2), own.Load(), "the Trigger's own 1 retry")
 	assert.Equal(t, int64(2), b.DeadLettered.Load())
+}
+
+// An attempt is bounded by the delivery's timeout where it sets one, else by the subscriber's
+// own bound (the Service's timeoutSeconds, which queue-proxy enforces): Knative's dispatcher
+// has none of its own, so a request waiting for a busy function's slot is not given up early.
+func TestBrokerBoundsAnAttemptByTheDeliverysTimeoutElseTheSubscribers(t *testing.T) {
+	release := make(chan struct{})
+	var answered atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+			answered.Add(1)
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseAll() // before the server's Close, which waits for its handlers
+	trigger := func(name string, d *eventingduckv1.DeliverySpec) *eventingv1.Trigger {
+		tr := &eventingv1.Trigger{Spec: eventingv1.TriggerSpec{Subscriber: duckv1.Destination{Ref: &duckv1.KReference{Name: "slow"}}, Delivery: d}}
+		tr.Name = name
+		return tr
+	}
+	b, err := NewBroker(nil, []*eventingv1.Trigger{
+		trigger("bounded", &eventingduckv1.DeliverySpec{Timeout: ptr.String("PT0.1S")}),
+		trigger("unbounded", nil),
+	}, map[string]string{"slow": slow.URL}, zap.NewNop().Sugar())
+	require.NoError(t, err)
+	assert.Equal(t, configgen.FunctionTimeout, b.routes[1].timeout)
+
+	require.Equal(t, http.StatusAccepted, send(t, b, 1))
+	require.Eventually(t, func() bool { return b.DeadLettered.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the bounded Trigger's attempt ends after its 100 ms")
+	time.Sleep(300 * time.Millisecond) // well past the bounded one's timeout
+	assert.Equal(t, int64(1), b.InFlight(), "the unbounded Trigger's attempt still waits")
+	releaseAll()
+	b.wg.Wait()
+	assert.Equal(t, int64(1), answered.Load(), "answered once released")
+	assert.Equal(t, int64(1), b.DeadLettered.Load())
 }

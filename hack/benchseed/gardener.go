@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	rmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/resourcemanager/v1alpha1"
@@ -89,6 +90,9 @@ func gardenerConfig(seedKubeconfig, shootKubeconfig, namespace, certDir string, 
 	return cfg, nil
 }
 
+// portAttempts is how often a resource manager is started whose ports were taken meanwhile.
+const portAttempts = 3
+
 // startGardener starts one gardener-resource-manager per shoot, each as gardenlet configures a
 // shoot's, and waits until all are ready.
 func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*process, error) {
@@ -100,37 +104,58 @@ func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*proces
 	if err := serving.PrepWithoutInstalling(); err != nil {
 		return nil, err
 	}
-	var procs []*process
-	var readyz []string
-	for i, ns := range namespaces {
+	launch := func(i int, ns string) (*process, string, error) {
 		shootKubeconfig := filepath.Join(r.dir, fmt.Sprintf("gardener-shoot-%03d-kubeconfig", i))
 		if err := r.accessKubeconfig(ctx, ns, r.shoots.planes[i], shootKubeconfig); err != nil {
-			return procs, err
+			return nil, "", err
 		}
 		cfg, err := gardenerConfig(seedKubeconfig, shootKubeconfig, ns, serving.LocalServingCertDir, r.opts.period)
 		if err != nil {
-			return procs, err
+			return nil, "", err
 		}
 		data, err := yaml.Marshal(cfg)
 		if err != nil {
-			return procs, err
+			return nil, "", err
 		}
 		path := filepath.Join(r.dir, fmt.Sprintf("gardener-%03d-config.yaml", i))
 		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return procs, err
+			return nil, "", err
 		}
 		cmd := exec.Command(r.opts.peer, "--config="+path)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+seedKubeconfig)
 		p, err := start(fmt.Sprintf("gardener-resource-manager-%03d", i), cmd, filepath.Join(r.dir, fmt.Sprintf("gardener-%03d.log", i)))
 		if err != nil {
+			return nil, "", err
+		}
+		return p, "http://127.0.0.1:" + strconv.Itoa(cfg.Server.HealthProbes.Port) + "/readyz", nil
+	}
+	var procs []*process
+	var readyz []string
+	for i, ns := range namespaces {
+		p, url, err := launch(i, ns)
+		if err != nil {
 			return procs, err
 		}
 		procs = append(procs, p)
-		readyz = append(readyz, "http://127.0.0.1:"+strconv.Itoa(cfg.Server.HealthProbes.Port)+"/readyz")
+		readyz = append(readyz, url)
 	}
-	for i, p := range procs {
-		if err := p.waitReady(ctx, readyz[i], 3*time.Minute); err != nil {
-			return procs, err
+	for i, ns := range namespaces {
+		// A port found free may be taken before the process binds it (by one of the many
+		// loopback connections' local ports): such a start is repeated with other ports.
+		for attempt := 1; ; attempt++ {
+			err := procs[i].waitReady(ctx, readyz[i], 3*time.Minute)
+			if err == nil {
+				break
+			}
+			exited := procs[i].alive() != nil
+			if attempt == portAttempts || !exited || !strings.Contains(tail(procs[i].log), "address already in use") {
+				return procs, err
+			}
+			p, url, err := launch(i, ns)
+			if err != nil {
+				return procs, err
+			}
+			procs[i], readyz[i] = p, url
 		}
 	}
 	return procs, nil

@@ -131,6 +131,9 @@ func bench(ctx context.Context, opts options, out io.Writer) ([]sizeResult, erro
 	if opts.peer == "" && opts.sides["gardener"] {
 		return nil, fmt.Errorf("no -peer: Gardener's gardener-resource-manager (hack/peers.sh) is the side ours is measured beside")
 	}
+	if err := checkInotifyInstances(inotifyInstancesPath, slices.Max(opts.sizes)); err != nil {
+		return nil, err
+	}
 	if opts.dir == "" {
 		dir, err := os.MkdirTemp("", "bench-seed-")
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,4 +72,18 @@ func TestPercentileIsNearestRank(t *testing.T) {
 	assert.Equal(t, 99*time.Millisecond, percentile(ds, 99))
 	assert.Equal(t, 100*time.Millisecond, percentile(ds, 100))
 	assert.Zero(t, percentile(nil, 50))
+}
+
+// A run too large for the machine's inotify bound stops before it starts anything, naming the
+// setting; one within it, or a machine without that bound, goes on.
+func TestInotifyBoundIsCheckedBeforeTheRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "max_user_instances")
+	require.NoError(t, os.WriteFile(path, []byte("128\n"), 0o644))
+	assert.NoError(t, checkInotifyInstances(path, 3), "the smoke run's 3 shoots")
+	err := checkInotifyInstances(path, 50)
+	require.Error(t, err, "50 shoots, where a run ran out")
+	assert.Contains(t, err.Error(), "sysctl -w fs.inotify.max_user_instances=")
+	require.NoError(t, os.WriteFile(path, []byte("1024\n"), 0o644))
+	assert.NoError(t, checkInotifyInstances(path, 50))
+	assert.NoError(t, checkInotifyInstances(filepath.Join(t.TempDir(), "absent"), 50), "no such bound")
 }

@@ -147,6 +147,7 @@ func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*proces
 			if err == nil {
 				break
 			}
+			// alive reports the exit again after waitReady saw it: the channel is closed then.
 			exited := procs[i].alive() != nil
 			if attempt == portAttempts || !exited || !strings.Contains(tail(procs[i].log), "address already in use") {
 				return procs, err

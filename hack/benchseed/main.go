@@ -1,7 +1,7 @@
 // Command benchseed measures one seed serving N shoots, ours beside Gardener's: our per-seed
 // deployment (the managedresource, health, tokenrequestor and garbagecollector functions, the
-// webhook server, and the event plumbing: Knative's adapters for the seed and every shoot with
-// the Broker's Trigger filters) against gardener-resource-manager v1.150 (hack/peers.sh), one
+// webhook server, and the event plumbing: Knative's adapters for the seed and every shoot, and a
+// Broker with Knative's Trigger filters) against gardener-resource-manager v1.150 (hack/peers.sh), one
 // process per shoot configured as gardenlet configures a shoot's.
 //
 // For each N it starts a seed (envtest's kube-apiserver and etcd) and N shoots (real
@@ -66,7 +66,7 @@ const minPeriod = 15 * time.Second
 const extrapolateTo = 250
 
 func main() {
-	if servedAsSource() {
+	if servedAsPlumbing() {
 		return
 	}
 	// controller-runtime's envtest logs through its global logger: nothing of it is wanted.
@@ -106,18 +106,21 @@ func main() {
 	}
 }
 
-// servedAsSource runs this program as our event plumbing when it was started as that
-// (sourceRoleEnv), and says so: the benchmark re-executes itself for it.
-func servedAsSource() bool {
-	spec, ok := os.LookupEnv(sourceRoleEnv)
-	if !ok {
-		return false
+// servedAsPlumbing runs this program as a process of our event plumbing when it was started as
+// one (sourceRoleEnv, brokerRoleEnv), and says so: the benchmark re-executes itself for them.
+func servedAsPlumbing() bool {
+	for env, run := range map[string]func(string) error{sourceRoleEnv: runSource, brokerRoleEnv: runBroker} {
+		spec, ok := os.LookupEnv(env)
+		if !ok {
+			continue
+		}
+		if err := run(spec); err != nil {
+			fmt.Fprintln(os.Stderr, env+":", err)
+			os.Exit(1)
+		}
+		return true
 	}
-	if err := runSource(spec); err != nil {
-		fmt.Fprintln(os.Stderr, "source:", err)
-		os.Exit(1)
-	}
-	return true
+	return false
 }
 
 // bench runs every size, prints the table and the fits, and returns the figures.
@@ -363,7 +366,7 @@ func (r *run) seedKubeconfig(user, path string) error {
 func report(out io.Writer, opts options, results []sizeResult) {
 	fmt.Fprintf(out, "\nOne seed, N shoots: %d ManagedResources of %d objects per shoot; sync period %s on both sides; one sync period measured at steady state.\n",
 		opts.managedResources, objectsPerManagedResource, opts.period)
-	fmt.Fprintln(out, "ours: the per-seed deployment (4 functions, the webhook server, the event plumbing). Gardener's: one gardener-resource-manager per shoot, one replica (Gardener runs two).")
+	fmt.Fprintln(out, "ours: the per-seed deployment (4 functions, the webhook server, the event plumbing: source and Broker stand-in). Gardener's: one gardener-resource-manager per shoot, one replica (Gardener runs two).")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tside\tprocesses\tRSS mean\tRSS peak\tsum of peaks\tCPU-s/period\tseed requests/period\trequests/shoot/period\tfull sync\tdrift p50\tdrift p99")
 	for _, r := range results {
@@ -384,7 +387,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 	fmt.Fprintln(out, "\nOur processes' RSS at the window's end:")
 	for _, r := range results {
 		var parts []string
-		for _, name := range append(append([]string{}, perSeedFunctions...), "webhooks", "source") {
+		for _, name := range append(append([]string{}, perSeedFunctions...), "webhooks", sourceProcess, brokerProcess) {
 			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.window.rss[name])))
 		}
 		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
@@ -429,12 +432,25 @@ func report(out io.Writer, opts options, results []sizeResult) {
 			fmt.Fprintf(tw, "%s (%s)\t%s\t%.2f\t%.3f\t%.1f\n", f.name, f.unit, side.name, l.a, l.b, l.at(extrapolateTo))
 		}
 	}
-	sources := make([]float64, len(results))
-	for i, r := range results {
-		sources[i] = float64(r.ours.window.rss["source"]) / (1 << 20)
-	}
-	if l, err := fit(ns, sources); err == nil {
-		fmt.Fprintf(tw, "our event plumbing's RSS (MiB)\tours\t%.2f\t%.3f\t%.1f\n", l.a, l.b, l.at(extrapolateTo))
+	// Ours apart: what the functions and the webhook server need, the source, and the Broker
+	// stand-in (in a cluster, Knative's Broker: not ours to size, but what it holds is our load).
+	for _, part := range []struct {
+		name  string
+		procs []string
+	}{
+		{"our functions and webhook server", append(append([]string{}, perSeedFunctions...), "webhooks")},
+		{"our source (adapters, PingSources)", []string{sourceProcess}},
+		{"the Broker stand-in", []string{brokerProcess}},
+	} {
+		ys := make([]float64, len(results))
+		for i, r := range results {
+			for _, name := range part.procs {
+				ys[i] += float64(r.ours.window.rss[name]) / (1 << 20)
+			}
+		}
+		if l, err := fit(ns, ys); err == nil {
+			fmt.Fprintf(tw, "%s: RSS (MiB)\tours\t%.2f\t%.3f\t%.1f\n", part.name, l.a, l.b, l.at(extrapolateTo))
+		}
 	}
 	_ = tw.Flush()
 }

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // peerEnv names Gardener's gardener-resource-manager binary for the smoke run (`make test`
@@ -20,9 +22,11 @@ const peerEnv = "GARDENER_RESOURCE_MANAGER_BIN"
 
 // The benchmark re-executes its binary as our event plumbing: under `go test` that is this one.
 func TestMain(m *testing.M) {
-	if servedAsSource() {
+	if servedAsPlumbing() {
 		os.Exit(0)
 	}
+	// As main: nothing of envtest's logs is wanted.
+	log.SetLogger(logr.Discard())
 	os.Exit(m.Run())
 }
 
@@ -45,7 +49,7 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 		assert.Positive(t, total(side.shootRequests), "%s: requests to the shoots in a sync period (AlwaysUpdate writes every object)", name)
 		assert.Len(t, side.drift, opts.edits, "%s: every edit reverted", name)
 	}
-	assert.Equal(t, 6, results[0].ours.processes, "4 functions, the webhook server, the event plumbing")
+	assert.Equal(t, 7, results[0].ours.processes, "4 functions, the webhook server, the source and the Broker")
 	assert.Equal(t, 3, results[0].peer.processes, "one resource manager per shoot")
 	for _, side := range []string{"ours", "Gardener"} {
 		assert.Contains(t, out.String(), fmt.Sprintf("3  %s ", side), "a row of %s in:\n%s", side, out.String())

@@ -68,8 +68,8 @@ func buildOurs(ctx context.Context, dir string) error {
 }
 
 // startOurs starts the per-seed deployment as processes: each function, the webhook server and
-// the event plumbing (the seed's cluster source with the Broker's routing, this program run as
-// a process of its own), with the sync period for every sweep that has one.
+// the event plumbing (the Broker and the seed's cluster source, this program run as a process
+// of its own for each), with the sync period for every sweep that has one.
 func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	var procs []*process
 	fail := func(err error) ([]*process, error) {
@@ -125,6 +125,30 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	}
 	procs = append(procs, p)
 
+	self, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	brokerPort, err := freePort()
+	if err != nil {
+		return fail(err)
+	}
+	brokerAddr := "127.0.0.1:" + strconv.Itoa(brokerPort)
+	spec, err := json.Marshal(brokerSpec{Sinks: sinks, Addr: brokerAddr})
+	if err != nil {
+		return fail(err)
+	}
+	cmd = exec.Command(self)
+	cmd.Env = append(os.Environ(), brokerRoleEnv+"="+string(spec))
+	p, err = start(brokerProcess, cmd, filepath.Join(r.dir, "ours-broker.log"))
+	if err != nil {
+		return fail(err)
+	}
+	procs = append(procs, p)
+	if err := p.waitReady(ctx, "http://"+brokerAddr+brokerHealthPath, time.Minute); err != nil {
+		return fail(err)
+	}
+
 	sourceKubeconfig := filepath.Join(r.dir, "ours-source-kubeconfig")
 	if err := r.seedKubeconfig(oursSourceUser, sourceKubeconfig); err != nil {
 		return fail(err)
@@ -133,17 +157,13 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	for _, name := range periodic {
 		schedules[name] = function.ScheduleEvery(r.opts.period)
 	}
-	spec, err := json.Marshal(sourceSpec{Sinks: sinks, Schedules: schedules})
-	if err != nil {
-		return fail(err)
-	}
-	self, err := os.Executable()
+	spec, err = json.Marshal(sourceSpec{Broker: "http://" + brokerAddr, Schedules: schedules})
 	if err != nil {
 		return fail(err)
 	}
 	cmd = exec.Command(self)
 	cmd.Env = append(os.Environ(), sourceRoleEnv+"="+string(spec), "KUBECONFIG="+sourceKubeconfig)
-	p, err = start("source", cmd, filepath.Join(r.dir, "ours-source.log"))
+	p, err = start(sourceProcess, cmd, filepath.Join(r.dir, "ours-source.log"))
 	if err != nil {
 		return fail(err)
 	}
@@ -151,21 +171,87 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	return procs, nil
 }
 
-// sourceRoleEnv, when set, makes this program the event plumbing of our per-seed deployment
-// (runSource) instead of the benchmark; it holds the sourceSpec.
-const sourceRoleEnv = "BENCHSEED_SOURCE"
+// Our event plumbing runs as two processes, as in a cluster: the source (Knative's adapters and
+// PingSources, one pod per seed) and the Broker (Knative's, shared by every function; here
+// pkg/localsources' stand-in). Their names in the figures:
+const (
+	sourceProcess = "source"
+	brokerProcess = "broker"
+)
 
-// sourceSpec is what the event plumbing delivers where: the functions' URLs and the
-// PingSources' schedules.
+// sourceRoleEnv and brokerRoleEnv, when set, make this program a process of our event plumbing
+// (runSource, runBroker) instead of the benchmark; they hold its spec.
+const (
+	sourceRoleEnv = "BENCHSEED_SOURCE"
+	brokerRoleEnv = "BENCHSEED_BROKER"
+)
+
+// sourceSpec is where the source sends (the Broker's URL) and the PingSources' schedules.
 type sourceSpec struct {
-	Sinks     map[string]string `json:"sinks"`
+	Broker    string            `json:"broker"`
 	Schedules map[string]string `json:"schedules"`
 }
 
-// runSource runs Knative's adapters for the seed and every tenant (the cluster sources), the
-// PingSources and the Broker's routing with Knative's Trigger filters (pkg/localsources), as
-// one process, until SIGTERM. In a cluster the source is one pod per seed and the Broker
-// Knative's, shared by every function.
+// brokerSpec is where the Broker listens and the functions' URLs it delivers to.
+type brokerSpec struct {
+	Sinks map[string]string `json:"sinks"`
+	Addr  string            `json:"addr"`
+}
+
+// brokerHealthPath answers 200 once the Broker listens; every other path is its ingress.
+const brokerHealthPath = "/healthz"
+
+// runBroker serves the Broker of the per-seed functions' Triggers (pkg/localsources, with
+// Knative's filters and delivery) until SIGTERM.
+func runBroker(raw string) error {
+	var spec brokerSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return fmt.Errorf("%s: %w", brokerRoleEnv, err)
+	}
+	fns, err := perSeed()
+	if err != nil {
+		return err
+	}
+	logger, err := zap.NewProduction(zap.IncreaseLevel(zap.WarnLevel))
+	if err != nil {
+		return err
+	}
+	broker, err := localsources.NewBrokerFor(fns, function.PerSeed, spec.Sinks, logger.Sugar())
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(brokerHealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("/", broker)
+	server := &http.Server{Addr: spec.Addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		_ = server.Close()
+	}()
+	if err := server.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// perSeed is the declarations of perSeedFunctions.
+func perSeed() ([]*function.Function, error) {
+	var fns []*function.Function
+	for _, name := range perSeedFunctions {
+		fn, ok := functions.ByName(name)
+		if !ok {
+			return nil, errors.New("no function " + name)
+		}
+		fns = append(fns, fn)
+	}
+	return fns, nil
+}
+
+// runSource runs Knative's adapters for the seed and every tenant (the cluster sources) and the
+// PingSources (pkg/localsources), sending to the Broker, until SIGTERM: in a cluster, the one
+// source pod per seed.
 func runSource(raw string) error {
 	var spec sourceSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -184,13 +270,9 @@ func runSource(raw string) error {
 	if err != nil {
 		return err
 	}
-	var fns []*function.Function
-	for _, name := range perSeedFunctions {
-		fn, ok := functions.ByName(name)
-		if !ok {
-			return errors.New("no function " + name)
-		}
-		fns = append(fns, fn)
+	fns, err := perSeed()
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -199,7 +281,7 @@ func runSource(raw string) error {
 		return err
 	}
 	s, err := localsources.Start(ctx, fns, localsources.Options{
-		Config: cfg, Sinks: spec.Sinks, Schedules: spec.Schedules, Logger: logger.Sugar(),
+		Config: cfg, BrokerURL: spec.Broker, Schedules: spec.Schedules, Logger: logger.Sugar(),
 		Target: localsources.Target{Mode: function.PerSeed, Seed: seed, Tenants: tenants, Prefix: tenant.DefaultPrefix, Interval: tenantDiscoveryInterval},
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 )
 
 // sink records the IDs of the events it receives, in order.
@@ -129,4 +130,11 @@ func TestFaultRelayRefusesWhatIsNoCloudEvent(t *testing.T) {
 	answer := httptest.NewRecorder()
 	relay.ServeHTTP(answer, httptest.NewRequest(http.MethodPost, "/", nil))
 	assert.Equal(t, http.StatusBadRequest, answer.Code)
+}
+
+// Faults are injected in front of the in-process Broker: sources that send to a Broker of their
+// own (Options.BrokerURL) refuse them rather than run without them unnoticed.
+func TestSourcesSendingToABrokerOfTheirOwnRefuseFaults(t *testing.T) {
+	_, err := Start(context.Background(), nil, Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, BrokerURL: "http://127.0.0.1:2", Faults: Faults{Drop: 0.5}})
+	require.ErrorContains(t, err, "faults are injected in front of the in-process Broker")
 }

@@ -49,6 +49,10 @@ type Options struct {
 	// choices seeded by FaultSeed; none by default.
 	Faults    Faults
 	FaultSeed int64
+	// BrokerURL is a Broker the sources send to instead of an in-process one (then
+	// Sources.Broker and Sources.Relay are nil, and Faults are not injected): a process of its
+	// own, as Knative's Broker is not part of a source's pod.
+	BrokerURL string
 }
 
 // Target is the functions' Target: the mode, and what the target source watches in it.
@@ -96,33 +100,30 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 	if err != nil {
 		return nil, err
 	}
+	if opts.BrokerURL != "" && !opts.Faults.Zero() {
+		return nil, fmt.Errorf("faults are injected in front of the in-process Broker, not in front of %s", opts.BrokerURL)
+	}
 	kube, err := kubernetes.NewForConfig(opts.Config)
-	if err != nil {
-		return nil, err
-	}
-	var spec *eventingv1.Broker
-	var triggers []*eventingv1.Trigger
-	for _, obj := range objs {
-		switch o := obj.(type) {
-		case *eventingv1.Broker:
-			spec = o
-		case *eventingv1.Trigger:
-			triggers = append(triggers, o)
-		}
-	}
-	broker, err := NewBroker(spec, triggers, opts.Sinks, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	ctx = logging.WithLogger(ctx, opts.Logger)
-	s := &Sources{ctx: ctx, cancel: cancel, Broker: broker, Relay: NewFaultRelay(broker, opts.Faults, opts.FaultSeed)}
-	brokerURL, stopBroker, err := broker.Serve(s.Relay)
-	if err != nil {
-		cancel()
-		return nil, err
+	s := &Sources{ctx: ctx, cancel: cancel}
+	brokerURL := opts.BrokerURL
+	if brokerURL == "" {
+		if s.Broker, err = brokerOf(objs, opts.Sinks, opts.Logger); err != nil {
+			cancel()
+			return nil, err
+		}
+		s.Relay = NewFaultRelay(s.Broker, opts.Faults, opts.FaultSeed)
+		var stopBroker func() error
+		if brokerURL, stopBroker, err = s.Broker.Serve(s.Relay); err != nil {
+			cancel()
+			return nil, err
+		}
+		s.run(func() error { <-ctx.Done(); return stopBroker() })
 	}
-	s.run(func() error { <-ctx.Done(); return stopBroker() })
 
 	// No sink timeout, as the adapter's controller configures it (the runner warns otherwise).
 	runner := mtping.NewCronJobsRunner(adapter.ClientConfig{Env: &adapter.EnvConfig{EnvSinkTimeout: "-1"}}, kube, opts.Logger,
@@ -146,6 +147,31 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 	s.startAdapters()
 	s.run(func() error { runner.Start(ctx.Done()); runner.Stop(); return nil })
 	return s, nil
+}
+
+// NewBrokerFor is the Broker of fns' plumbing in mode (sources.ObjectsFor), delivering to sinks:
+// for a process that serves only the Broker, beside sources started with Options.BrokerURL.
+func NewBrokerFor(fns []*function.Function, mode function.Mode, sinks map[string]string, log *zap.SugaredLogger) (*Broker, error) {
+	objs, err := sources.ObjectsFor(fns, mode, sources.DefaultPlumbing())
+	if err != nil {
+		return nil, err
+	}
+	return brokerOf(objs, sinks, log)
+}
+
+// brokerOf is the Broker that routes by the Broker and Triggers among objs.
+func brokerOf(objs []client.Object, sinks map[string]string, log *zap.SugaredLogger) (*Broker, error) {
+	var spec *eventingv1.Broker
+	var triggers []*eventingv1.Trigger
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *eventingv1.Broker:
+			spec = o
+		case *eventingv1.Trigger:
+			triggers = append(triggers, o)
+		}
+	}
+	return NewBroker(spec, triggers, sinks, log)
 }
 
 // startAdapters starts the cluster sources.

@@ -14,10 +14,13 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -259,7 +262,17 @@ func drift(ctx context.Context, shoot kubernetes.Interface, w workload, edits in
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	watcher, err := shoot.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+	// A kube-apiserver may end a watch at any time (at N = 50 one ended while Gardener's side
+	// waited for its sync): it is resumed from the last event's resourceVersion.
+	list, err := shoot.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	watcher, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return shoot.CoreV1().ConfigMaps(ns).Watch(ctx, opts)
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +334,9 @@ func drift(ctx context.Context, shoot kubernetes.Interface, w workload, edits in
 		case ev, ok := <-watcher.ResultChan():
 			if !ok {
 				return latencies, errors.New("the watch of the drifted ConfigMaps ended")
+			}
+			if ev.Type == watch.Error {
+				return latencies, fmt.Errorf("the watch of the drifted ConfigMaps: %v", apierrors.FromObject(ev.Object))
 			}
 			cm, isCM := ev.Object.(*corev1.ConfigMap)
 			if !isCM || ev.Type != watch.Modified {

@@ -32,9 +32,14 @@ type Config struct {
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
 	// MULTI_TENANT and the other tenant settings serve a function with a Target per seed.
 	clients.Tenancy
-	// EventTimeout is one event's budget. It is short because the adapter delivers one event
-	// at a time per kind: a slow event would hold back the events behind it.
-	EventTimeout     time.Duration `envconfig:"EVENT_TIMEOUT" default:"5s"`
+	// EventTimeout is one event's budget. The Broker acknowledges the adapter at once and
+	// delivers asynchronously, so a slow event holds back nothing but its own slot; a budget
+	// shorter than a loaded reconcile only makes the Broker send it again and the work be done
+	// twice. Gardener bounds a reconcile by its controller's ReconciliationTimeout (GRM's
+	// ManagedResource and health controllers: their sync period, 1m for a shoot's health);
+	// below the Service's timeoutSeconds (300 s), so that the Broker gets our 503, not
+	// queue-proxy's.
+	EventTimeout     time.Duration `envconfig:"EVENT_TIMEOUT" default:"1m"`
 	SweepTimeout     time.Duration `envconfig:"SWEEP_TIMEOUT" default:"4m"`
 	SweepConcurrency int           `envconfig:"SWEEP_CONCURRENCY" default:"8"`
 	ListPageSize     int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`

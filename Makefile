@@ -65,7 +65,7 @@ webhookload:
 ## bench-seed: one seed serving N shoots, our per-seed deployment beside Gardener's per-shoot
 ## gardener-resource-manager (hack/peers.sh): memory, CPU and requests per sync period, full sync,
 ## drift reverted, fitted a + b·N and extrapolated to 250 shoots (hack/benchseed; BENCHSEED_FLAGS,
-## e.g. -n 10,25 -period 30s, or -sides ours; N = 10 and 25 took 25 min on 2 cores, N = 50 takes longer)
+## e.g. -n 10,25 -period 30s, or -sides ours; N = 10 and 25 took 25 min on 2 cores, N = 25 and 50 40 min)
 bench-seed:
 	$(ASSETS) peer=$$(hack/peers.sh); go run ./hack/benchseed -peer "$$peer" $(BENCHSEED_FLAGS)
 

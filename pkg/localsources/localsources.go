@@ -75,7 +75,8 @@ type Sources struct {
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	errs   []error
-	// Broker is the in-process Broker the sources send to, through Relay.
+	// Broker is the in-process Broker the sources send to, through Relay; both nil when they
+	// send to Options.BrokerURL.
 	Broker *Broker
 	Relay  *FaultRelay
 

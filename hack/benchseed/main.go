@@ -387,7 +387,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 	fmt.Fprintln(out, "\nOur processes' RSS at the window's end:")
 	for _, r := range results {
 		var parts []string
-		for _, name := range append(append([]string{}, perSeedFunctions...), "webhooks", sourceProcess, brokerProcess) {
+		for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
 			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.window.rss[name])))
 		}
 		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
@@ -438,7 +438,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		name  string
 		procs []string
 	}{
-		{"our functions and webhook server", append(append([]string{}, perSeedFunctions...), "webhooks")},
+		{"our functions and webhook server", servingProcesses()},
 		{"our source (adapters, PingSources)", []string{sourceProcess}},
 		{"the Broker stand-in", []string{brokerProcess}},
 	} {

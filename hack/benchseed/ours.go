@@ -119,7 +119,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	cmd := exec.Command(filepath.Join(r.opts.binDir, webhookServer))
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(serving.LocalServingPort), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
 		"TLS_CERT_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.crt"), "TLS_KEY_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.key"))
-	p, err := start("webhooks", cmd, filepath.Join(r.dir, "ours-webhooks.log"))
+	p, err := start(webhooksProcess, cmd, filepath.Join(r.dir, "ours-webhooks.log"))
 	if err != nil {
 		return fail(err)
 	}
@@ -171,13 +171,19 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	return procs, nil
 }
 
-// Our event plumbing runs as two processes, as in a cluster: the source (Knative's adapters and
-// PingSources, one pod per seed) and the Broker (Knative's, shared by every function; here
-// pkg/localsources' stand-in). Their names in the figures:
+// The names of our processes in the figures besides the functions': the webhook server, and the
+// event plumbing's two, as in a cluster: the source (Knative's adapters and PingSources, one pod
+// per seed) and the Broker (Knative's, shared by every function; here pkg/localsources' stand-in).
 const (
-	sourceProcess = "source"
-	brokerProcess = "broker"
+	webhooksProcess = "webhooks"
+	sourceProcess   = "source"
+	brokerProcess   = "broker"
 )
+
+// servingProcesses are our processes that serve the shoots: the functions and the webhook server.
+func servingProcesses() []string {
+	return append(append([]string{}, perSeedFunctions...), webhooksProcess)
+}
 
 // sourceRoleEnv and brokerRoleEnv, when set, make this program a process of our event plumbing
 // (runSource, runBroker) instead of the benchmark; they hold its spec.

@@ -20,6 +20,7 @@ import (
 	operationsv1alpha1 "github.com/gardener/gardener/pkg/apis/operations/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -467,7 +468,14 @@ func (r *sweepRuns) waiting() int {
 	if r.next == nil {
 		return 0
 	}
-	return r.next.ticks
+	return r.next.waiting
+}
+
+// idle says no run is in progress or waiting to start.
+func (r *sweepRuns) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.running && r.next == nil
 }
 
 func TestConcurrentTicksCoalesce(t *testing.T) {
@@ -629,7 +637,37 @@ func TestCoalescedTickWaitsWithinItsSweepTimeout(t *testing.T) {
 	answer := <-later
 	assert.Contains(t, answer, fmt.Sprint(http.StatusServiceUnavailable), "its time ran out waiting: the sender retries")
 	assert.Contains(t, answer, context.DeadlineExceeded.Error())
+	require.Eventually(t, h.server.runs["resync"].idle, 5*time.Second, 5*time.Millisecond)
 	assert.Len(t, rec.recorded(), 1, "nothing reconciled on its behalf after its time ran out")
+}
+
+// A run is not a tick's: when the request of the tick that started it ends (its sender's bound
+// counts time queued in front of the function too), the run goes on within its own
+// SweepTimeout, and its keys are reconciled with a live context.
+func TestSweepRunOutlivesItsTicksRequest(t *testing.T) {
+	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	rec := &recorder{block: make(chan struct{})}
+	h := newHarness(t, rec, b)
+	reconciled := make(chan error, 1)
+	h.server.handlers["main"] = HandlerFunc(func(ctx context.Context, req Request) error {
+		err := rec.Reconcile(ctx, req)
+		reconciled <- ctx.Err()
+		return err
+	})
+	ctx, senderGone := context.WithCancel(context.Background())
+	answered := make(chan error)
+	go func() { answered <- h.server.Sweep(ctx, "resync") }()
+	require.Eventually(t, func() bool { return len(rec.recorded()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	senderGone()
+	err := <-answered
+	require.ErrorIs(t, err, errStoppedWaiting)
+	require.ErrorIs(t, err, context.Canceled)
+	close(rec.block)
+	require.NoError(t, <-reconciled, "the run's context outlives the request's")
+	require.Eventually(t, h.server.runs["resync"].idle, 5*time.Second, 5*time.Millisecond)
+	var done dto.Metric
+	require.NoError(t, h.server.metrics.sweeps.WithLabelValues("resync", "done").(prometheus.Metric).Write(&done))
+	assert.Equal(t, uint64(1), done.GetHistogram().GetSampleCount(), "the run ended as done")
 }
 
 // Events of one key that arrive while its reconcile runs share one more reconcile, as a work

@@ -32,11 +32,17 @@ const tenantSweepConcurrency = 4
 // Only one run per sweep name is in progress at a time. A tick that arrives meanwhile cannot be
 // answered by the running sweep, whose LISTs may be older than the tick: it waits for the next
 // run, which starts as soon as the running one ends and serves every tick that arrived in
-// between (coalesced). So every tick is answered by a sweep that began after it. A tick's
-// SweepTimeout counts from its arrival, waiting included, so that no request outlasts it (and
-// Knative's revision timeout). A key that fails
-// is counted and logged, and the next tick retries it; the sweep as a whole fails (503, so the
-// sender retries) only when a LIST failed, because then it could not look at everything.
+// between (coalesced). So every tick is answered by a sweep that began after it.
+//
+// A run belongs to no tick: it has SweepTimeout of its own from its start, and goes on when the
+// requests of the ticks it serves end. A tick waits for its run's answer at most SweepTimeout
+// from its arrival, so that no request outlasts the timeout (nor Knative's revision timeout);
+// a sender that gives up earlier (its own bound counts from when it sent, time queued in front
+// of the function included) only stops waiting. So a sweep that takes longer than what its tick
+// had left still finishes, and the tick's retry joins the next run. A run whose ticks all
+// stopped waiting before it started does not run. A key that fails is counted and logged, and
+// the next tick retries it; the sweep as a whole fails (503, so the sender retries) only when a
+// LIST failed, because then it could not look at everything.
 func (s *Server) Sweep(ctx context.Context, name string) error {
 	sweep, ok := s.fn.Sweep(name)
 	if !ok {
@@ -45,9 +51,18 @@ func (s *Server) Sweep(ctx context.Context, name string) error {
 	if sweep.Off != nil && sweep.Off(s.config) {
 		return &acknowledged{outcome: "off", err: fmt.Errorf("sweep %s is off by configuration", name)}
 	}
+	// The run keeps the values of the context it starts from, but not its end.
+	detached := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SweepTimeout)
 	defer cancel()
-	coalesced, err := s.runs[name].do(func(ticks int) error { return s.sweep(ctx, sweep, ticks) })
+	coalesced, err := s.runs[name].do(ctx, func(ticks int) error {
+		ctx, cancel := context.WithTimeout(detached, s.opts.SweepTimeout)
+		defer cancel()
+		return s.sweep(ctx, sweep, ticks)
+	})
+	if errors.Is(err, errStoppedWaiting) {
+		return fmt.Errorf("sweep %s: %w", name, err)
+	}
 	if !coalesced {
 		return err
 	}
@@ -57,6 +72,9 @@ func (s *Server) Sweep(ctx context.Context, name string) error {
 	}
 	return &acknowledged{outcome: "coalesced", err: fmt.Errorf("sweep %s was running; this tick was served by the next run", name)}
 }
+
+// errStoppedWaiting is a tick's answer when its time ran out before its run's answer came.
+var errStoppedWaiting = errors.New("the tick's time ran out before the sweep run serving it ended")
 
 // sweepRuns runs one sweep name's runs one at a time, each tick that arrives during a run
 // joining the next.
@@ -68,63 +86,71 @@ type sweepRuns struct {
 }
 
 type sweepRun struct {
-	start, done chan struct{}
-	// ticks waiting for the run.
-	ticks int
-	err   error
+	sweep func(ticks int) error
+	done  chan struct{}
+	// ticks joined the run; waiting of them still wait for its answer. Both are final once it
+	// has started: no tick joins a run that has.
+	ticks, waiting int
+	err            error
 }
 
-// do runs f now if no run is in progress; otherwise it waits for the next run (starting it
-// when the running one ends, if it is the first to wait) and returns that run's error, with
-// coalesced true. f is told how many ticks its run serves.
-func (r *sweepRuns) do(f func(ticks int) error) (coalesced bool, err error) {
+// do joins a tick to a run, the one it starts now if none is in progress (coalesced false),
+// else the next one, and waits for that run's error or for ctx to end, whichever comes first
+// (errStoppedWaiting, wrapping ctx's error). sweep is how to run it, if this tick starts the
+// run; it is told how many ticks its run serves. Runs do not end with ctx.
+func (r *sweepRuns) do(ctx context.Context, sweep func(ticks int) error) (coalesced bool, err error) {
 	r.mu.Lock()
-	if !r.running {
+	var run *sweepRun
+	if r.running {
+		coalesced = true
+		if r.next == nil {
+			r.next = &sweepRun{sweep: sweep, done: make(chan struct{})}
+		}
+		run = r.next
+	} else {
 		r.running = true
-		r.mu.Unlock()
-		defer r.handOver()
-		return false, f(1)
-	}
-	run, first := r.next, r.next == nil
-	if first {
-		run = &sweepRun{start: make(chan struct{}), done: make(chan struct{})}
-		r.next = run
+		run = &sweepRun{sweep: sweep, done: make(chan struct{})}
+		go r.execute(run, 1)
 	}
 	run.ticks++
+	run.waiting++
 	r.mu.Unlock()
-	if first {
-		// The first tick to wait runs the next sweep: the running one hands over when it ends.
-		<-run.start
-		func() {
-			defer r.handOver()
-			defer close(run.done)
-			run.err = errors.New("the sweep run panicked")
-			run.err = f(run.ticks) // final: no tick joins a run once it has started
-		}()
+	select {
+	case <-run.done:
+		return coalesced, run.err
+	case <-ctx.Done():
+		r.mu.Lock()
+		run.waiting--
+		r.mu.Unlock()
+		return coalesced, fmt.Errorf("%w: %w", errStoppedWaiting, ctx.Err())
 	}
-	<-run.done
-	return true, run.err
 }
 
-// handOver ends a run: the next one, if any tick waits for it, starts at once.
+// execute runs run, then hands over to the next run.
+func (r *sweepRuns) execute(run *sweepRun, ticks int) {
+	defer r.handOver()
+	defer close(run.done)
+	// Not in a request's goroutine: a panic is the run's answer, not the process's end.
+	_, run.err = safely(func() (struct{}, error) { return struct{}{}, run.sweep(ticks) })
+}
+
+// handOver ends a run: the next one starts at once if a tick still waits for it; if none does,
+// it is dropped (whoever retries those ticks joins a run that begins after them).
 func (r *sweepRuns) handOver() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if next := r.next; next != nil {
-		r.next = nil
-		close(next.start)
+	next := r.next
+	r.next = nil
+	if next == nil || next.waiting == 0 {
+		r.running = false
 		return
 	}
-	r.running = false
+	go r.execute(next, next.ticks)
 }
 
 // sweep is one run of a sweep, serving ticks ticks, within ctx's deadline.
 func (s *Server) sweep(ctx context.Context, sweep Sweep, ticks int) (err error) {
 	name := sweep.Name
-	if err := ctx.Err(); err != nil {
-		// Its ticks' time ran out while they waited: not a LIST sent.
-		return fmt.Errorf("sweep %s: %w", name, err)
-	}
 	start := time.Now()
 	var result sweepResult
 	if s.targets != nil && s.targets.mode == PerSeed && listsTarget(sweep) {

@@ -180,6 +180,8 @@ type run struct {
 	// own addresses (for their metrics).
 	fronts       []*http.Server
 	functionURLs map[string]string
+	// profileURLs are where our processes serve Go's profiles (/debug/pprof/), by process.
+	profileURLs map[string]string
 }
 
 // sizeResult is both sides' figures at one N.
@@ -276,11 +278,11 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 		// What our functions counted (events by outcome, reconciles by trigger), for reading
 		// where a figure's time went.
 		for fn, url := range r.functionURLs {
-			if err := saveMetrics(ctx, url+"/metrics", filepath.Join(r.dir, "ours-"+fn+".metrics")); err != nil {
+			if err := save(ctx, url+"/metrics", filepath.Join(r.dir, "ours-"+fn+".metrics")); err != nil {
 				fmt.Fprintf(r.log, "bench-seed: %s's metrics: %v\n", fn, err)
 			}
 		}
-		r.functionURLs = nil
+		r.functionURLs, r.profileURLs = nil, nil
 		// The event plumbing (last) first: nothing is sent to what stopped.
 		for _, p := range slices.Backward(procs) {
 			p.stop()
@@ -321,6 +323,13 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 	fmt.Fprintf(r.log, "bench-seed: N=%d: %s: quiet %s later\n", r.n, name, res.settled.Round(time.Second))
 	if res.window, err = measure(ctx, procs, r.opts.period); err != nil {
 		return res, err
+	}
+	// What each of our processes holds at steady state, for reading where its memory goes
+	// (`go tool pprof -sample_index=inuse_space`; after a collection, so live objects only).
+	for name, url := range r.profileURLs {
+		if err := save(ctx, url+"/debug/pprof/heap?gc=1", filepath.Join(r.dir, "ours-"+name+".heap")); err != nil {
+			fmt.Fprintf(r.log, "bench-seed: %s's heap profile: %v\n", name, err)
+		}
 	}
 	// kube-apiserver writes an audit event once the response is complete: a moment's grace.
 	time.Sleep(time.Second)

@@ -51,6 +51,9 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 	}
 	assert.Equal(t, 7, results[0].ours.processes, "4 functions, the webhook server, the source and the Broker")
 	assert.Equal(t, 3, results[0].peer.processes, "one resource manager per shoot")
+	heaps, err := filepath.Glob(filepath.Join(opts.dir, "n003", "ours-*.heap"))
+	require.NoError(t, err)
+	assert.Len(t, heaps, 6, "a heap profile of each function, the source and the Broker at steady state")
 	for _, side := range []string{"ours", "Gardener"} {
 		assert.Contains(t, out.String(), fmt.Sprintf("3  %s ", side), "a row of %s in:\n%s", side, out.String())
 	}

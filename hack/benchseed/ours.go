@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	_ "net/http/pprof" // serveProfiles
 	"net/url"
 	"os"
 	"os/exec"
@@ -89,7 +90,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 			return fail(err)
 		}
 		cmd := exec.Command(filepath.Join(r.opts.binDir, name))
-		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
+		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn", "ENABLE_PROFILING=true",
 			"MANAGED_RESOURCE_SYNC_PERIOD="+r.opts.period.String(), "HEALTH_SYNC_PERIOD="+r.opts.period.String())
 		p, err := start(name, cmd, filepath.Join(r.dir, "ours-"+name+".log"))
 		if err != nil {
@@ -101,6 +102,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 			r.functionURLs = map[string]string{}
 		}
 		r.functionURLs[name] = url
+		r.profile(name, url)
 		if err := p.waitReady(ctx, url+"/readyz", time.Minute); err != nil {
 			return fail(err)
 		}
@@ -134,7 +136,11 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		return fail(err)
 	}
 	brokerAddr := "127.0.0.1:" + strconv.Itoa(brokerPort)
-	spec, err := json.Marshal(brokerSpec{Sinks: sinks, Addr: brokerAddr})
+	brokerDebug, err := r.debugAddr(brokerProcess)
+	if err != nil {
+		return fail(err)
+	}
+	spec, err := json.Marshal(brokerSpec{Sinks: sinks, Addr: brokerAddr, Debug: brokerDebug})
 	if err != nil {
 		return fail(err)
 	}
@@ -157,7 +163,11 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	for _, name := range periodic {
 		schedules[name] = function.ScheduleEvery(r.opts.period)
 	}
-	spec, err = json.Marshal(sourceSpec{Broker: "http://" + brokerAddr, Schedules: schedules})
+	sourceDebug, err := r.debugAddr(sourceProcess)
+	if err != nil {
+		return fail(err)
+	}
+	spec, err = json.Marshal(sourceSpec{Broker: "http://" + brokerAddr, Schedules: schedules, Debug: sourceDebug})
 	if err != nil {
 		return fail(err)
 	}
@@ -192,16 +202,46 @@ const (
 	brokerRoleEnv = "BENCHSEED_BROKER"
 )
 
-// sourceSpec is where the source sends (the Broker's URL) and the PingSources' schedules.
+// sourceSpec is where the source sends (the Broker's URL), the PingSources' schedules, and
+// where it serves Go's profiles.
 type sourceSpec struct {
 	Broker    string            `json:"broker"`
 	Schedules map[string]string `json:"schedules"`
+	Debug     string            `json:"debug"`
 }
 
-// brokerSpec is where the Broker listens and the functions' URLs it delivers to.
+// brokerSpec is where the Broker listens, the functions' URLs it delivers to, and where it
+// serves Go's profiles.
 type brokerSpec struct {
 	Sinks map[string]string `json:"sinks"`
 	Addr  string            `json:"addr"`
+	Debug string            `json:"debug"`
+}
+
+// profile records where process name serves Go's profiles.
+func (r *run) profile(name, url string) {
+	if r.profileURLs == nil {
+		r.profileURLs = map[string]string{}
+	}
+	r.profileURLs[name] = url
+}
+
+// debugAddr is a loopback address for a plumbing process's profiles, recorded for it.
+func (r *run) debugAddr(name string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	r.profile(name, "http://"+addr)
+	return addr, nil
+}
+
+// serveProfiles serves Go's profiles at addr (net/http/pprof's default routes) until the
+// process ends.
+func serveProfiles(addr string) {
+	server := &http.Server{Addr: addr, Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.ListenAndServe() }()
 }
 
 // brokerHealthPath answers 200 once the Broker listens; every other path is its ingress.
@@ -214,6 +254,7 @@ func runBroker(raw string) error {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		return fmt.Errorf("%s: %w", brokerRoleEnv, err)
 	}
+	serveProfiles(spec.Debug)
 	fns, err := perSeed()
 	if err != nil {
 		return err
@@ -263,6 +304,7 @@ func runSource(raw string) error {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		return fmt.Errorf("%s: %w", sourceRoleEnv, err)
 	}
+	serveProfiles(spec.Debug)
 	cfg, err := ctrlconfig.GetConfig()
 	if err != nil {
 		return err

@@ -69,13 +69,16 @@ func (p *process) waitReady(ctx context.Context, url string, timeout time.Durati
 
 var readinessClient = &http.Client{Timeout: time.Second}
 
-// saveMetrics writes what a process's Prometheus endpoint at url answers to path.
-func saveMetrics(ctx context.Context, url, path string) error {
+// saveClient waits for a profile, which a process takes after a collection.
+var saveClient = &http.Client{Timeout: 30 * time.Second}
+
+// save writes what a process answers at url (its metrics, a profile) to path.
+func save(ctx context.Context, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
 	}
-	resp, err := readinessClient.Do(req)
+	resp, err := saveClient.Do(req)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,10 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may finish after SIGTERM; Knative's
 	// default termination grace period is 30s.
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"25s"`
+	// EnableProfiling serves Go's profiles at /debug/pprof/ on the process's port, as a Gardener
+	// component's debugging.enableProfiling does; off, since they tell whoever reaches the port
+	// about the process's memory.
+	EnableProfiling bool `envconfig:"ENABLE_PROFILING"`
 }
 
 // Base returns the common part of a configuration that embeds Config.
@@ -187,6 +191,7 @@ func (p *Process) Serve(ctx context.Context, app http.Handler, opts ServeOptions
 		Addr:            net.JoinHostPort("", strconv.Itoa(p.Config.Port)),
 		TLSConfig:       opts.TLSConfig,
 		ShutdownTimeout: p.Config.ShutdownTimeout,
+		Profiling:       p.Config.EnableProfiling,
 		Ready:           opts.Ready,
 	}, mux, p.Registry, p.Log, attrs...)
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,8 @@ type Options struct {
 	DrainDelay time.Duration
 	// Ready is told the listener's address once the server accepts connections.
 	Ready func(net.Addr)
+	// Profiling serves Go's profiles at /debug/pprof/ beside the other routes.
+	Profiling bool
 }
 
 // Run serves app's routes, /healthz, /readyz and /metrics until ctx ends, then shuts down
@@ -53,6 +56,13 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 		_, _ = w.Write([]byte("ok"))
 	})
 	app.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	if opts.Profiling {
+		app.HandleFunc("/debug/pprof/", pprof.Index)
+		app.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		app.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		app.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		app.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 
 	if opts.TLSAddr != "" && opts.TLSConfig == nil {
 		return errors.New("a TLS address needs a TLS configuration")

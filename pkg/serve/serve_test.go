@@ -87,3 +87,24 @@ func TestRunDrainsBeforeShuttingDown(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, get("/readyz").StatusCode)
 	require.NoError(t, <-done)
 }
+
+// Go's profiles are served only when asked for.
+func TestRunServesProfilesOnlyWhenEnabled(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		addrs := make(chan net.Addr, 1)
+		served := make(chan error, 1)
+		go func() {
+			served <- Run(ctx, Options{Addr: "127.0.0.1:0", ShutdownTimeout: time.Second, Profiling: enabled, Ready: func(a net.Addr) { addrs <- a }},
+				http.NewServeMux(), prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		url := "http://" + (<-addrs).String()
+		want := http.StatusNotFound
+		if enabled {
+			want = http.StatusOK
+		}
+		assert.Equal(t, want, get(url+"/debug/pprof/heap"), "profiling %t", enabled)
+		cancel()
+		require.NoError(t, <-served)
+	}
+}

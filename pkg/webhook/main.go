@@ -147,7 +147,7 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		Addr: net.JoinHostPort("", strconv.Itoa(cfg.Port)), TLSAddr: tlsAddr,
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
 		RequestTimeout: cfg.RequestTimeout, ShutdownTimeout: cfg.ShutdownTimeout, DrainDelay: drainDelay,
-		Ready:   ready,
+		Ready: ready, Profiling: cfg.EnableProfiling,
 		Tenants: tenants, TenantPrefix: cfg.TenantPrefix, ClientCAFile: cfg.ClientCAFile,
 	}, webhooks, process.Registry, log)
 }

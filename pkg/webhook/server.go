@@ -36,6 +36,8 @@ type ServeOptions struct {
 	DrainDelay time.Duration
 	// Ready is told the listener's address once the server accepts connections.
 	Ready func(addr net.Addr)
+	// Profiling: see serve.Options.Profiling.
+	Profiling bool
 	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
 	// /<tenant>/<path> for the shoot control-plane namespaces of the seed, with the tenant in
 	// the request's context (see tenant.From); Tenants tells which tenants are known.
@@ -174,5 +176,5 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 			tlsConfig.ClientAuth, tlsConfig.ClientCAs = tls.VerifyClientCertIfGiven, clientCAs
 		}
 	}
-	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, DrainDelay: opts.DrainDelay, Ready: opts.Ready}, mux, reg, log, "webhooks", names)
+	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, DrainDelay: opts.DrainDelay, Ready: opts.Ready, Profiling: opts.Profiling}, mux, reg, log, "webhooks", names)
 }

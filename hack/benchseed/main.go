@@ -53,6 +53,10 @@ type options struct {
 	dir          string
 	// sides are the sides measured (both by default; one alone when working on it).
 	sides map[string]bool
+	// oursEnv are variables set for every process of ours (not the Broker stand-in, which is
+	// Knative's in a cluster) besides their own (e.g. GOGC), for trying a setting before config/
+	// ships it.
+	oursEnv []string
 }
 
 // watchesUp is how long a side's processes run before the ManagedResources are created: what
@@ -79,6 +83,13 @@ func main() {
 	flag.IntVar(&opts.edits, "edits", 100, "edits of managed ConfigMaps in one shoot, each timed until reverted")
 	flag.StringVar(&opts.peer, "peer", "", "Gardener's gardener-resource-manager binary (hack/peers.sh)")
 	flag.StringVar(&opts.dir, "dir", "", "where the logs, kubeconfigs and audit logs go (default: a new temporary directory)")
+	flag.Func("ours-env", "`NAME=value` set for every process of ours but the Broker stand-in (repeatable), e.g. GOGC=50", func(v string) error {
+		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+			return fmt.Errorf("%q is not NAME=value", v)
+		}
+		opts.oursEnv = append(opts.oursEnv, v)
+		return nil
+	})
 	sides := flag.String("sides", "ours,gardener", "the sides measured, comma-separated: ours, gardener (one alone has no side to compare with)")
 	flag.Parse()
 	opts.sides = map[string]bool{}
@@ -203,6 +214,8 @@ type sideResult struct {
 	seedRequests  map[string]int
 	shootRequests map[string]int
 	drift         []time.Duration
+	// live is each of our processes' heap of live objects right after the window, by name.
+	live map[string]int64
 }
 
 func (r *run) run(ctx context.Context) (res sizeResult, err error) {
@@ -326,9 +339,15 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 	}
 	// What each of our processes holds at steady state, for reading where its memory goes
 	// (`go tool pprof -sample_index=inuse_space`; after a collection, so live objects only).
+	res.live = map[string]int64{}
 	for name, url := range r.profileURLs {
-		if err := save(ctx, url+"/debug/pprof/heap?gc=1", filepath.Join(r.dir, "ours-"+name+".heap")); err != nil {
+		path := filepath.Join(r.dir, "ours-"+name+".heap")
+		if err := save(ctx, url+"/debug/pprof/heap?gc=1", path); err != nil {
 			fmt.Fprintf(r.log, "bench-seed: %s's heap profile: %v\n", name, err)
+			continue
+		}
+		if res.live[name], err = liveHeap(path); err != nil {
+			return res, err
 		}
 	}
 	// kube-apiserver writes an audit event once the response is complete: a moment's grace.
@@ -401,6 +420,14 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		}
 		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
 	}
+	fmt.Fprintln(out, "\nOur processes' live heap right after the window (after a collection; RSS adds the runtime, the binary and what the collector keeps):")
+	for _, r := range results {
+		var parts []string
+		for _, name := range append(append([]string{}, perSeedFunctions...), sourceProcess, brokerProcess) {
+			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.live[name])))
+		}
+		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
+	}
 
 	ns := make([]int, len(results))
 	for i, r := range results {
@@ -451,14 +478,19 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		{"our source (adapters, PingSources)", []string{sourceProcess}},
 		{"the Broker stand-in", []string{brokerProcess}},
 	} {
-		ys := make([]float64, len(results))
-		for i, r := range results {
-			for _, name := range part.procs {
-				ys[i] += float64(r.ours.window.rss[name]) / (1 << 20)
+		for _, measure := range []struct {
+			name string
+			of   func(sideResult) map[string]int64
+		}{{"RSS", func(s sideResult) map[string]int64 { return s.window.rss }}, {"live heap", func(s sideResult) map[string]int64 { return s.live }}} {
+			ys := make([]float64, len(results))
+			for i, r := range results {
+				for _, name := range part.procs {
+					ys[i] += float64(measure.of(r.ours)[name]) / (1 << 20)
+				}
 			}
-		}
-		if l, err := fit(ns, ys); err == nil {
-			fmt.Fprintf(tw, "%s: RSS (MiB)\tours\t%.2f\t%.3f\t%.1f\n", part.name, l.a, l.b, l.at(extrapolateTo))
+			if l, err := fit(ns, ys); err == nil {
+				fmt.Fprintf(tw, "%s: %s (MiB)\tours\t%.2f\t%.3f\t%.1f\n", part.name, measure.name, l.a, l.b, l.at(extrapolateTo))
+			}
 		}
 	}
 	_ = tw.Flush()

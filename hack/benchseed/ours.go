@@ -90,7 +90,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 			return fail(err)
 		}
 		cmd := exec.Command(filepath.Join(r.opts.binDir, name))
-		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn", "ENABLE_PROFILING=true",
+		cmd.Env = append(r.oursEnviron(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn", "ENABLE_PROFILING=true",
 			"MANAGED_RESOURCE_SYNC_PERIOD="+r.opts.period.String(), "HEALTH_SYNC_PERIOD="+r.opts.period.String())
 		p, err := start(name, cmd, filepath.Join(r.dir, "ours-"+name+".log"))
 		if err != nil {
@@ -119,7 +119,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		return fail(err)
 	}
 	cmd := exec.Command(filepath.Join(r.opts.binDir, webhookServer))
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(serving.LocalServingPort), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
+	cmd.Env = append(r.oursEnviron(), "PORT="+strconv.Itoa(serving.LocalServingPort), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
 		"TLS_CERT_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.crt"), "TLS_KEY_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.key"))
 	p, err := start(webhooksProcess, cmd, filepath.Join(r.dir, "ours-webhooks.log"))
 	if err != nil {
@@ -172,7 +172,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		return fail(err)
 	}
 	cmd = exec.Command(self)
-	cmd.Env = append(os.Environ(), sourceRoleEnv+"="+string(spec), "KUBECONFIG="+sourceKubeconfig)
+	cmd.Env = append(r.oursEnviron(), sourceRoleEnv+"="+string(spec), "KUBECONFIG="+sourceKubeconfig)
 	p, err = start(sourceProcess, cmd, filepath.Join(r.dir, "ours-source.log"))
 	if err != nil {
 		return fail(err)
@@ -217,6 +217,9 @@ type brokerSpec struct {
 	Addr  string            `json:"addr"`
 	Debug string            `json:"debug"`
 }
+
+// oursEnviron is the environment every process of ours starts from.
+func (r *run) oursEnviron() []string { return append(os.Environ(), r.opts.oursEnv...) }
 
 // profile records where process name serves Go's profiles.
 func (r *run) profile(name, url string) {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
@@ -175,4 +177,32 @@ func freePort() (int, error) {
 		return 0, err
 	}
 	return ports[0], nil
+}
+
+// liveHeap is the bytes of live objects in a heap profile taken after a collection: the sum of
+// its inuse_space samples.
+func liveHeap(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	index := -1
+	for i, t := range p.SampleType {
+		if t.Type == "inuse_space" {
+			index = i
+		}
+	}
+	if index < 0 {
+		return 0, fmt.Errorf("%s: no inuse_space samples", path)
+	}
+	var live int64
+	for _, s := range p.Sample {
+		live += s.Value[index]
+	}
+	return live, nil
 }

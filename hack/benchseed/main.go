@@ -423,7 +423,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 	fmt.Fprintln(out, "\nOur processes' live heap right after the window (after a collection; RSS adds the runtime, the binary and what the collector keeps):")
 	for _, r := range results {
 		var parts []string
-		for _, name := range append(append([]string{}, perSeedFunctions...), sourceProcess, brokerProcess) {
+		for _, name := range profiledProcesses() {
 			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.live[name])))
 		}
 		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))

@@ -54,7 +54,7 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 	heaps, err := filepath.Glob(filepath.Join(opts.dir, "n003", "ours-*.heap"))
 	require.NoError(t, err)
 	assert.Len(t, heaps, 6, "a heap profile of each function, the source and the Broker at steady state")
-	for _, name := range append(append([]string{}, perSeedFunctions...), sourceProcess, brokerProcess) {
+	for _, name := range profiledProcesses() {
 		assert.Positive(t, results[0].ours.live[name], "%s's live heap", name)
 	}
 	assert.Contains(t, out.String(), "live heap right after the window")

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	_ "net/http/pprof" // serveProfiles
 	"net/url"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/localsources"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
+	"github.com/gardener-knative/gardener-knative/pkg/serve"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
@@ -195,6 +195,12 @@ func servingProcesses() []string {
 	return append(append([]string{}, perSeedFunctions...), webhooksProcess)
 }
 
+// profiledProcesses are the processes whose heap is profiled: the functions and the plumbing
+// (the webhook server serves only TLS here, and its heap does not grow with shoots).
+func profiledProcesses() []string {
+	return append(append([]string{}, perSeedFunctions...), sourceProcess, brokerProcess)
+}
+
 // sourceRoleEnv and brokerRoleEnv, when set, make this program a process of our event plumbing
 // (runSource, runBroker) instead of the benchmark; they hold its spec.
 const (
@@ -240,10 +246,12 @@ func (r *run) debugAddr(name string) (string, error) {
 	return addr, nil
 }
 
-// serveProfiles serves Go's profiles at addr (net/http/pprof's default routes) until the
-// process ends.
+// serveProfiles serves Go's profiles at addr until the process ends, as our functions do with
+// ENABLE_PROFILING.
 func serveProfiles(addr string) {
-	server := &http.Server{Addr: addr, Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	serve.HandleProfiles(mux)
+	server := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = server.ListenAndServe() }()
 }
 

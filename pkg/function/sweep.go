@@ -100,20 +100,19 @@ type sweepRun struct {
 // run; it is told how many ticks its run serves. Runs do not end with ctx.
 func (r *sweepRuns) do(ctx context.Context, sweep func(ticks int) error) (coalesced bool, err error) {
 	r.mu.Lock()
-	var run *sweepRun
-	if r.running {
-		coalesced = true
-		if r.next == nil {
-			r.next = &sweepRun{sweep: sweep, done: make(chan struct{})}
-		}
-		run = r.next
-	} else {
-		r.running = true
+	coalesced = r.running
+	run := r.next
+	if !coalesced || run == nil {
 		run = &sweepRun{sweep: sweep, done: make(chan struct{})}
-		go r.execute(run, 1)
 	}
 	run.ticks++
 	run.waiting++
+	if coalesced {
+		r.next = run
+	} else {
+		r.running = true
+		go r.execute(run, run.ticks)
+	}
 	r.mu.Unlock()
 	select {
 	case <-run.done:

@@ -57,11 +57,7 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 	})
 	app.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	if opts.Profiling {
-		app.HandleFunc("/debug/pprof/", pprof.Index)
-		app.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		app.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		app.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		app.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		HandleProfiles(app)
 	}
 
 	if opts.TLSAddr != "" && opts.TLSConfig == nil {
@@ -137,6 +133,15 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// HandleProfiles serves Go's profiles at /debug/pprof/ on mux (net/http/pprof's routes).
+func HandleProfiles(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // closingWhile closes every connection after its response once shuttingDown is set, so that no

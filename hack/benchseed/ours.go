@@ -145,7 +145,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		return fail(err)
 	}
 	cmd = exec.Command(self)
-	cmd.Env = append(os.Environ(), brokerRoleEnv+"="+string(spec))
+	cmd.Env = append(os.Environ(), profileRate, brokerRoleEnv+"="+string(spec))
 	p, err = start(brokerProcess, cmd, filepath.Join(r.dir, "ours-broker.log"))
 	if err != nil {
 		return fail(err)
@@ -224,8 +224,15 @@ type brokerSpec struct {
 	Debug string            `json:"debug"`
 }
 
+// profileRate makes a process sample one allocation per 64 KiB for its heap profile instead of
+// Go's 512 KiB: a process with a live heap of 2 MiB would otherwise hold no sample at all now and
+// then, and call sites could not be told apart between runs.
+const profileRate = "GODEBUG=memprofilerate=65536"
+
 // oursEnviron is the environment every process of ours starts from.
-func (r *run) oursEnviron() []string { return append(os.Environ(), r.opts.oursEnv...) }
+func (r *run) oursEnviron() []string {
+	return append(append(os.Environ(), profileRate), r.opts.oursEnv...)
+}
 
 // profile records where process name serves Go's profiles.
 func (r *run) profile(name, url string) {

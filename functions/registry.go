@@ -28,6 +28,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/secretbinding"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/seed"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/shootcabundle"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shootstate"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/tokeninvalidator"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/tokenrequestor"
@@ -64,6 +65,7 @@ var All = []*function.Function{
 	csrapprover.Function,
 	networkpolicy.Function,
 	webhookcertificates.Function,
+	shootcabundle.Function,
 }
 
 // ByName returns the function with the given name.

@@ -450,15 +450,16 @@ release() {
 # part's file (DEPLOY_PART, default gardener-knative.yaml; gardener-knative-scale-to-zero.yaml on
 # top of it ends as `ko apply -f config/ -f config/scale-to-zero/` does) and its documented inputs:
 # controllerinstallation's Secret controllerinstallation-target (the kubeconfig and name of its
-# seed; the cluster plays the seed too) and, for the scale-to-zero part, the Secret
-# knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up), created first so that its
-# registrations trust the ingress at once. No caBundle is set here: webhookcertificates fills them.
+# seed; the cluster plays the seed too) and the Secret knative-ingress-ca (the CA of Knative's
+# cluster-local TLS, made by up: what the scale-to-zero part's registrations, the shoots' best-effort
+# ones and the authorizer trust), created first so that they trust the ingress at once. No caBundle
+# is set here: webhookcertificates fills the seed's, the enrolment and shootcabundle the shoots'.
 deploy() {
   assets=$(cat "$D/assets")
   local t0 part=${DEPLOY_PART:-gardener-knative.yaml}
   t0=$(date +%s)
   [ -f "$D/release/$part" ] || die "no release in $D/release: hack/cluster.sh release first"
-  if [[ $part == *scale-to-zero* ]] && ! kc -n gardener-knative get secret knative-ingress-ca >/dev/null 2>&1; then
+  if ! kc -n gardener-knative get secret knative-ingress-ca >/dev/null 2>&1; then
     kc create namespace gardener-knative --dry-run=client -o yaml | kc apply -f - >/dev/null
     kc -n gardener-knative create secret generic knative-ingress-ca --from-file=ca.crt="$D/pki/ingress-ca.crt" >/dev/null
   fi

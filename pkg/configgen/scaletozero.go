@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,10 +29,6 @@ const (
 	minScale = "autoscaling.knative.dev/min-scale"
 	// maxWebhookTimeoutSeconds is the longest an admission webhook may take (admissionregistration/v1).
 	maxWebhookTimeoutSeconds = 30
-	// IngressCASecret is the operator's input of the scale-to-zero variant: a Secret in our
-	// namespace whose ca.crt is the CA of Knative's cluster-local TLS, which its registrations
-	// trust, since a Service that scales to zero is reached through Knative's ingress.
-	IngressCASecret = "knative-ingress-ca"
 	// directSuffix names the plain Service that reaches a Knative Service's own TLS port.
 	directSuffix = "-tls"
 	// servingNamespace is where our Services run.
@@ -56,7 +53,9 @@ var ScaleToZeroFolders = []string{".", "shoot", "shoot-opt-in"}
 // start through Knative has a chance to finish inside an admission request. A registration that
 // reaches a Service's own TLS port (clientConfig.service <name>-tls) goes through Knative's
 // ingress instead (clientConfig.url), which wakes it, and trusts the ingress's CA
-// (IngressCASecret). Only changed objects are written; applied after config/ they override it
+// (webhookcertificates.IngressCA, the variant's input). A shoot's registration that reaches it by
+// url (https://<name>-tls.<namespace>.svc/...) gets the Knative Service's cluster-local url,
+// whose CA the enrolment and shootcabundle give it. Only changed objects are written; applied after config/ they override it
 // (`ko apply -f config/ -f config/scale-to-zero/`).
 func ScaleToZero(configDir, folder string) ([]File, error) {
 	var files []File
@@ -160,7 +159,9 @@ func scaleObjectToZero(obj map[string]any) bool {
 		for _, w := range webhooks {
 			if m, ok := w.(map[string]any); ok {
 				m["timeoutSeconds"] = maxWebhookTimeoutSeconds
-				throughIngress = viaIngress(nestedMap(m, "clientConfig")) || throughIngress
+				clientConfig := nestedMap(m, "clientConfig")
+				throughIngress = viaIngress(clientConfig) || throughIngress
+				urlViaIngress(clientConfig)
 			}
 		}
 		if throughIngress {
@@ -170,7 +171,7 @@ func scaleObjectToZero(obj map[string]any) bool {
 				annotations = map[string]any{}
 				metadata["annotations"] = annotations
 			}
-			annotations[webhookcertificates.AnnotationInjectFromSecret] = servingNamespace + "/" + IngressCASecret
+			annotations[webhookcertificates.AnnotationInjectFromSecret] = servingNamespace + "/" + webhookcertificates.IngressCA
 		}
 		return len(webhooks) > 0
 	}
@@ -189,6 +190,22 @@ func viaIngress(clientConfig map[string]any) bool {
 	delete(clientConfig, "service")
 	clientConfig["url"] = "https://" + strings.TrimSuffix(name, directSuffix) + "." + servingNamespace + ".svc.cluster.local" + path
 	return true
+}
+
+// urlViaIngress turns a url at one of our Services' own TLS ports into the cluster-local url of
+// the Knative Service behind it.
+func urlViaIngress(clientConfig map[string]any) {
+	raw, _ := clientConfig["url"].(string)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return
+	}
+	name, ok := strings.CutSuffix(u.Hostname(), directSuffix+"."+servingNamespace+".svc")
+	if !ok {
+		return
+	}
+	u.Host = name + "." + servingNamespace + ".svc.cluster.local"
+	clientConfig["url"] = u.String()
 }
 
 // dropOwnTLS removes ownTLS from a Knative Service's pod spec.

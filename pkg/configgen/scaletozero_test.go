@@ -1,6 +1,7 @@
 package configgen_test
 
 import (
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,7 @@ webhooks:
 	assert.NotContains(t, ownTLS, "volumeMounts:")
 	assert.Contains(t, ownTLS, "url: https://webhooks.gardener-knative.svc.cluster.local/webhooks/a", "the registration goes through the ingress")
 	assert.Contains(t, ownTLS, "name: x-tls", "a Service not of ours is left alone")
-	assert.Contains(t, ownTLS, "gardener-knative.io/inject-ca-from-secret: gardener-knative/"+configgen.IngressCASecret)
+	assert.Contains(t, ownTLS, "gardener-knative.io/inject-ca-from-secret: gardener-knative/"+webhookcertificates.IngressCA)
 	assert.Equal(t, "services.yaml", files[1].Name)
 	services := string(files[1].Content)
 	assert.True(t, strings.HasPrefix(services, configgen.Header+"\n"))

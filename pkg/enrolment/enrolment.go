@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,9 +33,11 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/config"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
@@ -43,7 +46,12 @@ import (
 
 // Options say how to render a tenant's registrations.
 type Options struct {
-	// CABundle is the PEM of the CA that signs the servers' serving certificates.
+	// CABundle is the PEM of the CA of the servers reached through Knative's ingress (its
+	// cluster-local TLS): what the authorizer's kubeconfig and the registrations of Knative
+	// Services trust, and with Server, that server's for all. Enrol defaults it to the Secret
+	// knative-ingress-ca of the servers' namespace, and gives the registrations that name a
+	// serving certificate's Service (grm-webhooks-tls) that certificate's bundle, and those of
+	// Knative Services the Secret's CA where there is one.
 	CABundle []byte
 	// Server, when set, replaces the scheme and host of every url (e.g. one local server for
 	// all three Services); the templates' cluster-local hosts otherwise.
@@ -53,10 +61,6 @@ type Options struct {
 	// OptIn names webhooks of config/shoot-opt-in/ to register too (e.g. endpoint-slice-hints).
 	OptIn []string
 }
-
-// Labels mark what the enrolment registers in a shoot: the registrations it deletes when they no
-// longer apply are those carrying them.
-var Labels = map[string]string{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": "grm-webhooks"}
 
 // Registrations are the webhook registrations of a tenant: those of config/shoot/ (and the named
 // opt-in ones) whose webhook applies to a tenant with settings, at the tenant's path.
@@ -170,6 +174,21 @@ func decode(file string) ([]client.Object, error) {
 // forTenant points every webhook of a registration at the tenant's path (and opts.Server), with
 // the CA bundle.
 func forTenant(obj client.Object, t tenant.Name, opts Options) error {
+	for _, cc := range clientConfigs(obj) {
+		if cc.URL == nil {
+			return errors.New("a webhook has no url")
+		}
+		u, err := TenantURL(*cc.URL, t, opts.Server)
+		if err != nil {
+			return err
+		}
+		cc.URL, cc.CABundle = &u, opts.CABundle
+	}
+	return nil
+}
+
+// clientConfigs are the client configurations of a registration's webhooks.
+func clientConfigs(obj client.Object) []*admissionregistrationv1.WebhookClientConfig {
 	var configs []*admissionregistrationv1.WebhookClientConfig
 	switch o := obj.(type) {
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
@@ -181,17 +200,7 @@ func forTenant(obj client.Object, t tenant.Name, opts Options) error {
 			configs = append(configs, &o.Webhooks[i].ClientConfig)
 		}
 	}
-	for _, cc := range configs {
-		if cc.URL == nil {
-			return errors.New("a webhook has no url")
-		}
-		u, err := TenantURL(*cc.URL, t, opts.Server)
-		if err != nil {
-			return err
-		}
-		cc.URL, cc.CABundle = &u, opts.CABundle
-	}
-	return nil
+	return configs
 }
 
 // TenantURL is a template's url at the tenant's path: its first path segment (the template's
@@ -249,13 +258,13 @@ func TenantAccess(t tenant.Name, serviceAccountNamespace string) *rbacv1.RoleBin
 	const name = "gardener-knative:grm-webhooks-tenant-access"
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: string(t), Name: name, Labels: Labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: string(t), Name: name, Labels: tenant.RegistrationLabels},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: serviceAccountNamespace, Name: "grm-webhooks"}},
 	}
 }
 
-// Apply creates or updates objs in c and deletes the registrations of ours (Labels) there that
+// Apply creates or updates objs in c and deletes the registrations of ours (tenant.RegistrationLabels) there that
 // objs leave out. It returns the names of what it deleted.
 func Apply(ctx context.Context, c client.Client, objs []client.Object) (deleted []string, err error) {
 	keep := sets.New[string]()
@@ -266,7 +275,7 @@ func Apply(ctx context.Context, c client.Client, objs []client.Object) (deleted 
 		}
 	}
 	for _, list := range []client.ObjectList{&admissionregistrationv1.MutatingWebhookConfigurationList{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}} {
-		if err := c.List(ctx, list, client.MatchingLabels(Labels)); err != nil {
+		if err := c.List(ctx, list, client.MatchingLabels(tenant.RegistrationLabels)); err != nil {
 			return nil, err
 		}
 		items, kind := registrationsOf(list)
@@ -354,9 +363,25 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	if err != nil {
 		return nil, err
 	}
+	trust, err := trustOf(ctx, seed, serversNamespace)
+	if err != nil {
+		return nil, err
+	}
+	if opts.CABundle == nil {
+		opts.CABundle = trust.Ingress
+	}
 	objs, err := Registrations(t, settings, opts)
 	if err != nil {
 		return nil, err
+	}
+	for _, obj := range objs {
+		configs := clientConfigs(obj)
+		trust.Inject(configs)
+		for _, cc := range configs {
+			if len(cc.CABundle) == 0 {
+				return nil, fmt.Errorf("%s %s: nothing to trust at %s: its serving certificate is not issued yet (webhookcertificates issues it within seconds of the apply), or the Secret %s/%s is missing", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), ptr.Deref(cc.URL, ""), serversNamespace, webhookcertificates.IngressCA)
+			}
+		}
 	}
 	result := &Result{Settings: settings}
 	for _, obj := range objs {
@@ -369,6 +394,17 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 		return nil, err
 	}
 	return result, nil
+}
+
+// trustOf reads what the registrations trust from the Secrets of the servers' namespace: the
+// serving certificates webhookcertificates issues and the ingress's CA (the operator's input), as
+// the function shootcabundle keeps them through rotations.
+func trustOf(ctx context.Context, seed client.Reader, namespace string) (webhookcertificates.Bundles, error) {
+	secrets := &corev1.SecretList{}
+	if err := seed.List(ctx, secrets, client.InNamespace(namespace)); err != nil {
+		return webhookcertificates.Bundles{}, fmt.Errorf("reading the servers' certificates: %w", err)
+	}
+	return webhookcertificates.BundlesOf(namespace, secrets.Items), nil
 }
 
 // Unenrol hands tenant t back to gardenlet's own resource manager: the registrations of ours are

@@ -57,7 +57,7 @@ func TestRegistrationsAreTheTenants(t *testing.T) {
 			assert.Equal(t, []byte("ca"), w.ClientConfig.CABundle)
 			assert.LessOrEqual(t, *w.TimeoutSeconds, int32(10))
 		}
-		assert.Equal(t, Labels, m.Labels)
+		assert.Equal(t, tenant.RegistrationLabels, m.Labels)
 	}
 	objs, err = Registrations("shoot--p--a", settings, Options{Server: "https://127.0.0.1:9443", ScaleToZero: true, OptIn: []string{"endpoint-slice-hints"}})
 	require.NoError(t, err)

@@ -59,6 +59,11 @@ type Kind struct {
 	// and carry no content, so that no secret data travels through the Broker. Their watches'
 	// predicates see no object (Event.Object is nil).
 	Confidential bool
+	// NamesTenant says that each object of this cluster-scoped Source kind is named after the
+	// tenant it describes (extensions' Cluster: the shoot's control-plane namespace). Per seed,
+	// a reconcile of such an object is its tenant's, as one of a namespaced object is the
+	// tenant's of its namespace.
+	NamesTenant bool
 }
 
 // NewKind declares a namespaced kind; its resource is the lower-case plural of the kind, as
@@ -75,6 +80,12 @@ func NewClusterKind(gv schema.GroupVersion, kind, resource string) Kind {
 // AsConfidential returns k marked Confidential.
 func (k Kind) AsConfidential() Kind {
 	k.Confidential = true
+	return k
+}
+
+// AsNamingTenants returns the cluster-scoped k marked NamesTenant.
+func (k Kind) AsNamingTenants() Kind {
+	k.NamesTenant = true
 	return k
 }
 

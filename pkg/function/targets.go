@@ -94,13 +94,17 @@ func (t *targets) restConfig(static *rest.Config) func(context.Context) (*rest.C
 var errNotServed = errors.New("another deployment serves it")
 
 // tenantOf says which tenant a key of reconciler r is reconciled for. Outside per-seed mode
-// there are none. Per seed, a namespaced Source object belongs to the tenant of its namespace,
-// and a Target object to the tenant whose cluster the event or sweep came from (from); a key
-// that names a namespace other than from's tenant is refused, whatever a mapper returned, so that
-// tenant A's objects can never make the function act on tenant B.
+// there are none. Per seed, a namespaced Source object belongs to the tenant of its namespace, a
+// Source object of a kind that NamesTenant to the tenant of its name, and a Target object to the
+// tenant whose cluster the event or sweep came from (from); a key of another tenant than from's
+// is refused, whatever a mapper returned, so that tenant A's objects can never make the function
+// act on tenant B.
 func (t *targets) tenantOf(r Reconciler, key Key, from tenant.Name) (tenant.Name, error) {
 	if t == nil || t.mode != PerSeed {
 		return "", nil
+	}
+	if clusterOrSource(r.Cluster) == Source && r.For.NamesTenant {
+		return t.owned(r, key, tenant.Name(key.Name), from)
 	}
 	if clusterOrSource(r.Cluster) == Target || !r.For.Namespaced {
 		if from == "" {
@@ -108,9 +112,14 @@ func (t *targets) tenantOf(r Reconciler, key Key, from tenant.Name) (tenant.Name
 		}
 		return from, nil
 	}
-	owner := tenant.Name(key.Namespace)
-	if !tenant.Valid(key.Namespace, t.prefix) {
-		return "", fmt.Errorf("%s %s is not in a tenant's namespace (%s…): %w", r.For.Kind, key, t.prefix, errNotServed)
+	return t.owned(r, key, tenant.Name(key.Namespace), from)
+}
+
+// owned checks that the Source object key of reconciler r, which belongs to tenant owner, may be
+// reconciled for an event or sweep of tenant from (none: the seed's).
+func (t *targets) owned(r Reconciler, key Key, owner, from tenant.Name) (tenant.Name, error) {
+	if !tenant.Valid(string(owner), t.prefix) {
+		return "", fmt.Errorf("%s %s is not a tenant's (%s…): %w", r.For.Kind, key, t.prefix, errNotServed)
 	}
 	if from != "" && from != owner {
 		return "", Terminal(fmt.Errorf("an event of tenant %s maps to %s %s of tenant %s: refused", from, r.For.Kind, key, owner))

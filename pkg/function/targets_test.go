@@ -11,6 +11,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -145,6 +146,44 @@ func TestPerSeedModeScopesEveryReconcileToItsTenant(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, code, "a tenant names a target cluster")
 	code, _ = post(t, srv, configMapEvent(t, "shoot--p--a/b", map[string]string{ClusterExtension: "target", TenantExtension: "Not_A_Namespace"}))
 	assert.Equal(t, http.StatusBadRequest, code)
+}
+
+// Per seed, an object of a kind named after its tenant (extensions' Cluster) is reconciled for
+// the tenant of its name, and a Target event of another tenant cannot map to it.
+func TestPerSeedModeReconcilesAKindThatNamesItsTenantForThatTenant(t *testing.T) {
+	rec := &tenantRecorder{}
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", tenanttest.CA(t), "shoot--p--a", "shoot--p--b")
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: scheme.Gardener})
+	require.NoError(t, err)
+	clusterKind := NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "Cluster", "clusters").AsNamingTenants()
+	fn := &Function{
+		Name:        "test",
+		Reconcilers: []Reconciler{{Name: "main", For: clusterKind, New: func(Deps) (Handler, error) { return rec, nil }}},
+		Watches: []Watch{
+			{Kind: clusterKind, Reconciler: "main"},
+			{Kind: configMapKind, Cluster: Target, Reconciler: "main", Map: func(_ context.Context, _ client.Reader, ev Event) ([]Key, error) {
+				return []Key{{Name: ev.Object.GetAnnotations()["owner"]}}, nil
+			}},
+		},
+	}
+	srv := serveTargets(t, fn, Env{Tenants: tenants})
+	cluster := func(name string) cloudevents.Event {
+		return event(t, ResourceUpdateEventType, `{"apiVersion":"extensions.gardener.cloud/v1alpha1","kind":"Cluster","metadata":{"name":"`+name+`"}}`)
+	}
+
+	code, body := post(t, srv, cluster("shoot--p--a"))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, []string{"/shoot--p--a@shoot--p--a"}, rec.recorded(), "a Cluster is its name's tenant's")
+
+	code, body = post(t, srv, cluster("garden"))
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = post(t, srv, configMapEvent(t, "shoot--p--b", map[string]string{ClusterExtension: "target", TenantExtension: "shoot--p--a"}))
+	require.Equal(t, http.StatusOK, code, "refused terminally: %s", body)
+	assert.Len(t, rec.recorded(), 1, "no tenant's Cluster is not served, and tenant A's event never reaches tenant B's Cluster")
+
+	code, body = post(t, srv, configMapEvent(t, "shoot--p--a", map[string]string{ClusterExtension: "target", TenantExtension: "shoot--p--a"}))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, []string{"/shoot--p--a@shoot--p--a", "/shoot--p--a@shoot--p--a"}, rec.recorded())
 }
 
 // A single-target function refuses tenant events: it serves one target.

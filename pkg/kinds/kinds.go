@@ -61,8 +61,11 @@ var (
 var (
 	ExtensionsBackupBucket = function.NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "BackupBucket", "backupbuckets")
 	ExtensionsBackupEntry  = function.NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "BackupEntry", "backupentries")
-	ExtensionsDNSRecord    = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "DNSRecord", "dnsrecords")
-	ExtensionsExtension    = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Extension", "extensions")
+	// ExtensionsCluster is a shoot's Cluster in its seed, named after the shoot's control-plane
+	// namespace: per seed, a tenant's.
+	ExtensionsCluster   = function.NewClusterKind(extensionsv1alpha1.SchemeGroupVersion, "Cluster", "clusters").AsNamingTenants()
+	ExtensionsDNSRecord = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "DNSRecord", "dnsrecords")
+	ExtensionsExtension = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Extension", "extensions")
 
 	ExtensionsBastion                 = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "Bastion", "bastions")
 	ExtensionsContainerRuntime        = function.NewKind(extensionsv1alpha1.SchemeGroupVersion, "ContainerRuntime", "containerruntimes")

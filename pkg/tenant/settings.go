@@ -57,6 +57,11 @@ type Settings struct {
 	// none: an annotation that is no integer fails gardenlet's reconciliation of the Shoot.
 	NodeAgentMaxDelay      time.Duration
 	NodeAgentMaxDelayError error
+	// Hibernated is no setting of the resource manager's: it says that the shoot's control plane
+	// is hibernated or on its way (spec.hibernation.enabled, or status.isHibernated while it
+	// wakes up), so that its kube-apiserver may not answer. gardenlet scales the shoot's own
+	// resource manager down with it.
+	Hibernated bool
 }
 
 // HasWorkers tells whether the shoot has worker pools: gardenlet runs the controllers and
@@ -82,6 +87,7 @@ func SettingsOf(shoot *gardencorev1beta1.Shoot, seed *gardencorev1beta1.Seed) Se
 		AuthorizeWithSelectors:       authorizeWithSelectors(shoot.Spec.Kubernetes.KubeAPIServer),
 		SystemComponentTolerations:   systemComponentTolerations(shoot.Spec.Provider.Workers),
 		PodTopologySpreadConstraints: matchLabelKeysDisabled(shoot.Spec.Kubernetes),
+		Hibernated:                   ptr.Deref(ptr.Deref(shoot.Spec.Hibernation, gardencorev1beta1.Hibernation{}).Enabled, false) || shoot.Status.IsHibernated,
 	}
 	if seed != nil {
 		s.ClusterID = ptr.Deref(seed.Status.ClusterIdentity, "")

@@ -150,3 +150,25 @@ func TestNodeAgentMaxDelay(t *testing.T) {
 	}), nil)
 	assert.ErrorContains(t, got.NodeAgentMaxDelayError, key)
 }
+
+// A shoot is hibernated from the moment hibernation is asked for until it has woken up.
+func TestHibernated(t *testing.T) {
+	for name, tc := range map[string]struct {
+		enabled *bool
+		status  bool
+		want    bool
+	}{
+		"awake":                 {nil, false, false},
+		"hibernation disabled":  {ptr.To(false), false, false},
+		"hibernating":           {ptr.To(true), false, true},
+		"hibernated":            {ptr.To(true), true, true},
+		"waking up":             {ptr.To(false), true, true},
+		"woken, never asked to": {nil, false, false},
+	} {
+		shoot := shootWith(func(s *gardencorev1beta1.Shoot) {
+			s.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: tc.enabled}
+			s.Status.IsHibernated = tc.status
+		})
+		assert.Equal(t, tc.want, SettingsOf(shoot, nil).Hibernated, name)
+	}
+}

@@ -36,6 +36,11 @@ func Valid(name, prefix string) bool {
 // reads its Secrets, reconciles its objects or answers for it.
 const EnrolledLabel = "gardener-knative.io/enrolled"
 
+// RegistrationLabels mark the webhook registrations the enrolment puts into a tenant's shoot
+// (pkg/enrolment): those it deletes when they no longer apply, and whose CA bundles the function
+// shootcabundle keeps.
+var RegistrationLabels = map[string]string{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": "grm-webhooks"}
+
 // DefaultAccessSecret is the shoot access Secret Gardener creates in every shoot
 // control-plane namespace for the shoot's gardener-resource-manager; its token (key "token",
 // kept fresh by the token requestor) authenticates as the shoot's

@@ -50,7 +50,7 @@ func TestWebhookPodLossRefusesNothing(t *testing.T) {
 	// The webhook knows the ServiceAccount before the measured part (assertTokenMounted retries until it does).
 	assertTokenMounted(t, c, pod)
 
-	load := admitUnderLoad(t, pod)
+	load := admitUnderLoad(t, c, pod)
 	defer load.stop()
 
 	time.Sleep(3 * time.Second)
@@ -79,7 +79,8 @@ func TestWebhookPodLossRefusesNothing(t *testing.T) {
 	require.Empty(t, refused, "admission refused while a pod of %s was lost", service)
 }
 
-// admissionLoad is four workers creating a Pod (server-side dry runs) over and over, counting
+// admissionLoad is four workers creating a Pod (server-side dry runs, through one kube-apiserver)
+// over and over, counting
 // what is admitted and what refused.
 type admissionLoad struct {
 	admitted atomic.Int64
@@ -90,7 +91,7 @@ type admissionLoad struct {
 	once     sync.Once
 }
 
-func admitUnderLoad(t *testing.T, pod *corev1.Pod) *admissionLoad {
+func admitUnderLoad(t *testing.T, cl client.Client, pod *corev1.Pod) *admissionLoad {
 	t.Helper()
 	ctx := context.Background()
 	load := &admissionLoad{done: make(chan struct{})}
@@ -104,7 +105,7 @@ func admitUnderLoad(t *testing.T, pod *corev1.Pod) *admissionLoad {
 					return
 				default:
 				}
-				if err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
+				if err := cl.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
 					load.mu.Lock()
 					load.refused = append(load.refused, time.Now().Format("15:04:05.000")+" "+err.Error())
 					load.mu.Unlock()

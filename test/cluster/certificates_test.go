@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -15,17 +17,20 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 )
 
 // The fail-closed servers' certificate rotates while admission requests run
 // (docs/functions/webhookcertificates.md): an operator asks for a rotation on the Secret, the new
 // CA joins every registration's bundle, the new certificate is served once every registration
 // has trusted it for the promotion delay, and the pods present it after kubelet refreshed their
-// volume. Not one admission request is refused on the way, and every registration verifies the
-// new certificate.
+// volume. A shoot's registrations (kept by shootcabundle) follow: the rotation waits for them.
+// Not one admission request is refused on the way, in the seed or the shoot, and every
+// registration verifies the new certificate.
 func TestWebhookCertificateRotation(t *testing.T) {
 	const service, tlsService = "grm-webhooks", "grm-webhooks-tls"
 	ctx := context.Background()
@@ -43,8 +48,19 @@ func TestWebhookCertificateRotation(t *testing.T) {
 	first := webhookcertificates.Read(secret.Data).Current
 	require.NotNil(t, first, "webhookcertificates issued no certificate")
 
-	load := admitUnderLoad(t, pod)
+	load := admitUnderLoad(t, c, pod)
 	defer load.stop()
+	// A shoot whose kube-apiserver calls grm-webhooks-tls by url (the default part; the
+	// scale-to-zero part's go through the ingress): its registrations follow the rotation too.
+	var tenantShoot *shoot
+	var shootLoad *admissionLoad
+	if os.Getenv("CLUSTER_SCALE_TO_ZERO") == "" {
+		tenantShoot = startShoot(t, tenant.Name(fmt.Sprintf("shoot--e2e--c%d", time.Now().Unix()%100000)))
+		shootPod := noAutomountPod(t, tenantShoot.env.Client)
+		assertTokenMounted(t, tenantShoot.env.Client, shootPod)
+		shootLoad = admitUnderLoad(t, tenantShoot.env.Client, shootPod)
+		defer shootLoad.stop()
+	}
 	time.Sleep(3 * time.Second)
 	annotate(t, secret, v1beta1constants.OperationRotateCAStart)
 	started := time.Now()
@@ -58,8 +74,10 @@ func TestWebhookCertificateRotation(t *testing.T) {
 		}
 		return nil
 	})
+	// The trust is recorded by webhookcertificates' sweep (every 5 minutes) once every
+	// registration, the shoots' too, carries the new CA; the promotion follows the delay later.
 	var second *corev1.Secret
-	promoted := eventually(t, 5*time.Minute, "the new certificate promoted", func() error {
+	promoted := eventually(t, 8*time.Minute, "the new certificate promoted", func() error {
 		if err := c.Get(ctx, key, secret); err != nil {
 			return err
 		}
@@ -94,13 +112,43 @@ func TestWebhookCertificateRotation(t *testing.T) {
 		prepared.Round(time.Second), promoted.Round(time.Second), reloaded.Round(time.Second), time.Since(started).Round(time.Second), admitted, len(refused))
 	require.Greater(t, admitted, int64(10), "too few admissions to tell")
 	require.Empty(t, refused, "admission refused during the rotation")
+	if shootLoad != nil {
+		admitted, refused := shootLoad.stop()
+		t.Logf("rotation: %d dry-run Pod creations admitted in the shoot, %d refused", admitted, len(refused))
+		require.Greater(t, admitted, int64(10), "too few admissions in the shoot to tell")
+		require.Empty(t, refused, "admission refused in the shoot during the rotation")
+	}
 
 	host := tlsService + ".gardener-knative.svc"
 	bundles := 0
+	for _, cc := range registrationConfigs(t, c, map[string]string{"app.kubernetes.io/part-of": "gardener-knative"}) {
+		if cc.Service != nil && cc.Service.Name == tlsService {
+			bundles++
+			assert.True(t, webhookcertificates.Verifies(cc.CABundle, served, host, time.Now()), "a registration of %s does not verify the new certificate", tlsService)
+		}
+	}
+	require.NotZero(t, bundles, "no registration names %s", tlsService)
+	if tenantShoot != nil {
+		inShoot := 0
+		for _, cc := range registrationConfigs(t, tenantShoot.env.Client, tenant.RegistrationLabels) {
+			if u, err := url.Parse(ptr.Deref(cc.URL, "")); err == nil && u.Hostname() == host {
+				inShoot++
+				assert.True(t, webhookcertificates.Verifies(cc.CABundle, served, host, time.Now()), "a shoot's registration of %s does not verify the new certificate", tlsService)
+			}
+		}
+		require.NotZero(t, inShoot, "no registration of the shoot names %s", host)
+	}
+}
+
+// registrationConfigs are the client configurations of every webhook of the registrations with
+// the labels.
+func registrationConfigs(t *testing.T, cl client.Client, labels map[string]string) []admissionregistrationv1.WebhookClientConfig {
+	t.Helper()
+	ctx := context.Background()
 	mutating := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	require.NoError(t, c.List(ctx, mutating, client.MatchingLabels{"app.kubernetes.io/part-of": "gardener-knative"}))
+	require.NoError(t, cl.List(ctx, mutating, client.MatchingLabels(labels)))
 	validating := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
-	require.NoError(t, c.List(ctx, validating, client.MatchingLabels{"app.kubernetes.io/part-of": "gardener-knative"}))
+	require.NoError(t, cl.List(ctx, validating, client.MatchingLabels(labels)))
 	var configs []admissionregistrationv1.WebhookClientConfig
 	for _, m := range mutating.Items {
 		for _, w := range m.Webhooks {
@@ -112,13 +160,7 @@ func TestWebhookCertificateRotation(t *testing.T) {
 			configs = append(configs, w.ClientConfig)
 		}
 	}
-	for _, cc := range configs {
-		if cc.Service != nil && cc.Service.Name == tlsService {
-			bundles++
-			assert.True(t, webhookcertificates.Verifies(cc.CABundle, served, host, time.Now()), "a registration of %s does not verify the new certificate", tlsService)
-		}
-	}
-	require.NotZero(t, bundles, "no registration names %s", tlsService)
+	return configs
 }
 
 // annotate sets gardener.cloud/operation on a Secret, as an operator does with kubectl annotate.

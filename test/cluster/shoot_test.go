@@ -103,6 +103,18 @@ func shootEnrolment(t *testing.T) enrolment.Options {
 	return enrolment.Options{CABundle: ca, ScaleToZero: os.Getenv("CLUSTER_SCALE_TO_ZERO") != ""}
 }
 
+// noAutomountPod makes a ServiceAccount in the shoot's kube-system that mounts no token, and
+// returns a Pod of that account, not created: projected-token-mount must mutate it.
+func noAutomountPod(t *testing.T, shoot client.Client) *corev1.Pod {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-automount", Namespace: metav1.NamespaceSystem}, AutomountServiceAccountToken: ptr.To(false)}
+	require.NoError(t, shoot.Create(context.Background(), sa))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: metav1.NamespaceSystem},
+		Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "registry.local/c:1"}}},
+	}
+}
+
 // The shoot side of one seed: a ManagedResource in the shoot's namespace of the seed is applied
 // into the shoot; a manual edit there comes back through the target source's event; the token
 // requestor writes a token of the shoot; the shoot's kube-apiserver calls the seed's
@@ -199,14 +211,8 @@ data:
 	})
 
 	t.Run("the shoot's kube-apiserver calls grm-webhooks at the tenant's path", func(t *testing.T) {
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-automount", Namespace: metav1.NamespaceSystem}, AutomountServiceAccountToken: ptr.To(false)}
-		require.NoError(t, s.env.Client.Create(ctx, sa))
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: metav1.NamespaceSystem},
-			Spec:       corev1.PodSpec{ServiceAccountName: sa.Name, Containers: []corev1.Container{{Name: "c", Image: "registry.local/c:1"}}},
-		}
 		// The webhook reads the ServiceAccount from the shoot with the tenant's client.
-		assertTokenMounted(t, s.env.Client, pod)
+		assertTokenMounted(t, s.env.Client, noAutomountPod(t, s.env.Client))
 	})
 
 	t.Run("the shoot's kube-apiserver asks grm-node-agent-authorizer at the tenant's path", func(t *testing.T) {
@@ -236,7 +242,7 @@ data:
 func assertRegistered(t *testing.T, s *shoot, binPacking bool) {
 	t.Helper()
 	list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	require.NoError(t, s.env.Client.List(context.Background(), list, client.MatchingLabels(enrolment.Labels)))
+	require.NoError(t, s.env.Client.List(context.Background(), list, client.MatchingLabels(tenant.RegistrationLabels)))
 	var names []string
 	for _, r := range list.Items {
 		names = append(names, r.Name)

@@ -2,11 +2,13 @@
 // servers): for each tenant named (a shoot's control-plane namespace in the seed), it labels the
 // tenant's Cluster enrolled (from then on the deployment serves it), lets the servers read the
 // namespace's access Secrets and applies to the shoot the registrations of config/shoot/ that
-// gardenlet would register for it (pkg/enrolment), with the servers' CA. It is idempotent: run
+// gardenlet would register for it (pkg/enrolment), each trusting what its url reaches: the
+// serving certificate of grm-webhooks-tls, or Knative's ingress (the Secret knative-ingress-ca,
+// or -ca-bundle); the function shootcabundle keeps both through rotations. It is idempotent: run
 // it again whenever a shoot changes (its scheduling profile, workers, feature gates). With
 // -unenrol it hands the shoots back (docs/cutover.md).
 //
-//	go run ./webhooks/enrol -ca-bundle ca.crt shoot--project--name ...
+//	go run ./webhooks/enrol shoot--project--name ...
 //	go run ./webhooks/enrol -unenrol shoot--project--name ...
 //
 // The seed is reached with $KUBECONFIG (or -kubeconfig); each shoot with its own access Secrets.
@@ -33,7 +35,7 @@ import (
 
 func main() {
 	var (
-		caBundle    = flag.String("ca-bundle", "", "PEM file of the CA that signs the webhook servers' certificates (required)")
+		caBundle    = flag.String("ca-bundle", "", "PEM file of the CA of Knative's cluster-local TLS (default: ca.crt of the Secret knative-ingress-ca in -namespace)")
 		namespace   = flag.String("namespace", "gardener-knative", "namespace of the webhook servers in the seed")
 		server      = flag.String("server", "", "scheme and host replacing the cluster-local hosts of every url (e.g. https://127.0.0.1:9443)")
 		scaleToZero = flag.Bool("scale-to-zero", false, "register the scale-to-zero variant (config/scale-to-zero/shoot/)")
@@ -42,11 +44,11 @@ func main() {
 		unenrol     = flag.Bool("unenrol", false, "hand the shoots back to gardenlet's resource managers: delete our registrations, remove the label and the servers' access")
 	)
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -ca-bundle FILE [flags] TENANT...\n       %s -unenrol TENANT...\n", os.Args[0], os.Args[0])
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] TENANT...\n       %s -unenrol TENANT...\n", os.Args[0], os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if (*caBundle == "" && !*unenrol) || flag.NArg() == 0 {
+	if flag.NArg() == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -108,11 +110,13 @@ func runUnenrol(ctx context.Context, namespace string, tenants []string) error {
 }
 
 func run(ctx context.Context, caFile, namespace, authzDir string, opts enrolment.Options, tenants []string) error {
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return err
+	if caFile != "" {
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return err
+		}
+		opts.CABundle = ca
 	}
-	opts.CABundle = ca
 	seed, err := seedClient()
 	if err != nil {
 		return err

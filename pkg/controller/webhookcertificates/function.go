@@ -14,7 +14,8 @@
 //
 // A rotation never lets a server present a certificate a registration does not trust yet: the
 // new CA joins the bundle first, and its certificate waits in the Secret (pending) until every
-// registration of the Service verifies it and PromotionDelay has passed.
+// registration of the Service verifies it, every enrolled shoot's registrations carry the bundle
+// (tenants.go), and PromotionDelay has passed.
 package webhookcertificates
 
 import (
@@ -36,6 +37,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -76,6 +78,9 @@ var Function = &function.Function{
 		APIGroups: []string{admissionregistrationv1.GroupName},
 		Resources: []string{kinds.MutatingWebhookConfiguration.Resource, kinds.ValidatingWebhookConfiguration.Resource},
 		Verbs:     []string{"get", "list", "patch"},
+	}, {
+		// While a rotation waits: what each enrolled tenant's Cluster records of its shoot.
+		APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"list"},
 	}},
 	// The certificates' Secrets, and the inputs a registration may name, in our namespace only.
 	NamespacedRBAC: map[string][]rbacv1.PolicyRule{
@@ -316,7 +321,9 @@ func (r *Reconciler) serving(ctx context.Context, req function.Request, key func
 		state.TrustedSince = since
 	}
 	policy := Policy{Validity: r.Config.Validity, PromotionDelay: r.Config.PromotionDelay}
-	step, err := Decide(now, state, host, policy, func() (bool, error) { return r.trusted(ctx, key, state.Pending, host, now) })
+	step, err := Decide(now, state, host, policy, func() (bool, error) {
+		return r.trusted(ctx, key, state.Pending, secret.Data[KeyBundle], host, now)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -401,8 +408,9 @@ func apply(step Step, now time.Time, state Serving, secret *corev1.Secret, issue
 }
 
 // trusted says whether every webhook of every registration that the Service's certificate
-// serves verifies the pending certificate (two live LISTs, only while one is pending).
-func (r *Reconciler) trusted(ctx context.Context, key function.Key, pending *x509.Certificate, host string, now time.Time) (bool, error) {
+// serves verifies the pending certificate, and every enrolled tenant's shoot carries the
+// Secret's bundle (three live LISTs, only while one is pending).
+func (r *Reconciler) trusted(ctx context.Context, key function.Key, pending *x509.Certificate, bundle []byte, host string, now time.Time) (bool, error) {
 	for _, kind := range kindsByName {
 		list := kind.list()
 		if err := r.Source.Reader.List(ctx, list, labelled()); err != nil {
@@ -416,6 +424,14 @@ func (r *Reconciler) trusted(ctx context.Context, key function.Key, pending *x50
 				}
 			}
 		}
+	}
+	tn, err := r.untrustingTenant(ctx, key, bundle)
+	if err != nil {
+		return false, err
+	}
+	if tn != "" {
+		r.Log.Info("rotation waits: a shoot's registrations do not carry the new bundle yet", "secret", key, "tenant", tn)
+		return false, nil
 	}
 	return true, nil
 }

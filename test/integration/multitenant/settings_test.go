@@ -30,7 +30,7 @@ import (
 func registered(t *testing.T, s *shoot) []string {
 	t.Helper()
 	list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	require.NoError(t, s.env.Client.List(context.Background(), list, client.MatchingLabels(enrolmentpkg.Labels)))
+	require.NoError(t, s.env.Client.List(context.Background(), list, client.MatchingLabels(tenant.RegistrationLabels)))
 	var names []string
 	for _, c := range list.Items {
 		names = append(names, strings.TrimPrefix(c.Name, "gardener-knative-"))

@@ -1,0 +1,139 @@
+package webhookcertificates_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/controller/shootcabundle"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
+	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/sources"
+)
+
+// A shoot's registrations reach the seed's servers at their TLS Service by url. The per-seed
+// function shootcabundle gives them the serving certificate's bundle and records it on the
+// tenant's Cluster; a rotation of the certificate is not promoted before the shoot carries the
+// new CA, and afterwards the shoot's registrations verify the served certificate. A webhook of
+// another host keeps its bundle; one of a Knative Service of our namespace trusts the ingress's
+// CA once the operator provides it.
+func TestShootRegistrationsTrustTheServersThroughARotation(t *testing.T) {
+	ctx := context.Background()
+	const service, tn = "shoots-tls", tenant.Name("shoot--p--ca")
+	shoot, err := testenv.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = shoot.Stop() })
+	require.NoError(t, testenv.Enroll(ctx, env.Client, tn, shoot))
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, clusterOf(tn)) }) // the other tests' rotations wait for no tenant
+
+	certificates := newHarness(t)
+	cabundle := functiontest.New(t, env, shootcabundle.Function, functiontest.AsFunction(), functiontest.WithTenants(), functiontest.At(start))
+	m := mutatingFor(t, "certs-shoots-m", service, nil)
+	certificates.Send("add", m)
+	first := served(t, secretOf(t, service))
+
+	stale, other := []byte("stale"), []byte("another server's CA")
+	registration := shootRegistration(t, shoot, tn, []string{
+		"https://" + service + "." + sources.Namespace + ".svc/" + string(tn) + "/webhooks/x",
+		"https://elsewhere.example.com/webhooks/y",
+		"https://best-effort." + sources.Namespace + ".svc.cluster.local/" + string(tn) + "/z",
+	}, [][]byte{stale, other, other})
+
+	// The certificate's event reaches every tenant.
+	cabundle.Send("update", secretOf(t, service))
+	got := shootBundles(t, shoot, registration)
+	assert.Equal(t, secretOf(t, service).Data[webhookcertificates.KeyBundle], got[0], "the serving certificate's bundle")
+	assert.Equal(t, other, got[1], "another host's webhook keeps its bundle")
+	assert.Equal(t, other, got[2], "no ingress CA given: kept")
+	assert.Equal(t, webhookcertificates.Digest(got[0]), record(t, tn, service), "recorded on the tenant's Cluster")
+
+	// The operator provides the ingress's CA: the sweep brings it to the Knative Service's webhook.
+	ingress := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sources.Namespace, Name: webhookcertificates.IngressCA}, Data: map[string][]byte{"ca.crt": secretOf(t, service).Data[webhookcertificates.KeyBundle]}}
+	create(t, ingress)
+	cabundle.Sweep("resync")
+	assert.Equal(t, ingress.Data["ca.crt"], shootBundles(t, shoot, registration)[2], "the ingress's CA")
+
+	// A rotation: the seed's registration trusts the new CA at once, the shoot does not yet, so
+	// the trust is not recorded and nothing is promoted.
+	secret := secretOf(t, service)
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.OperationRotateCAStart)
+	require.NoError(t, env.Client.Update(ctx, secret))
+	certificates.Send("update", secret)
+	pending := webhookcertificates.Read(secretOf(t, service).Data).Pending
+	require.NotNil(t, pending, "the rotation started")
+	certificates.Clock.Step(2 * time.Minute)
+	certificates.Send("update", functiontest.Touched(t, env.Client, m))
+	assert.NotContains(t, secretOf(t, service).Annotations, webhookcertificates.AnnotationTrustedSince, "the shoot does not trust the new CA yet")
+	assert.False(t, webhookcertificates.Verifies(shootBundles(t, shoot, registration)[0], pending, host(service), certificates.Clock.Now()))
+
+	// shootcabundle's sweep brings the shoot the new bundle; then the rotation goes on.
+	cabundle.Sweep("resync")
+	assert.True(t, webhookcertificates.Verifies(shootBundles(t, shoot, registration)[0], pending, host(service), certificates.Clock.Now()))
+	certificates.Send("update", functiontest.Touched(t, env.Client, m))
+	assert.Contains(t, secretOf(t, service).Annotations, webhookcertificates.AnnotationTrustedSince)
+	certificates.Clock.Step(2 * time.Minute)
+	certificates.Send("update", functiontest.Touched(t, env.Client, m))
+	second := served(t, secretOf(t, service))
+	require.Equal(t, pending.Raw, second.Raw, "promoted")
+	for _, b := range [][]byte{shootBundles(t, shoot, registration)[0], bundles(t, m)[0]} {
+		assert.True(t, webhookcertificates.Verifies(b, second, host(service), certificates.Clock.Now()), "the shoot and the seed verify the new certificate")
+		assert.True(t, webhookcertificates.Verifies(b, first, host(service), certificates.Clock.Now()), "and the old one, until every pod presents the new")
+	}
+
+	// A sweep that changes nothing writes nothing: one LIST of Clusters and one of our Secrets
+	// in the seed, two LISTs in the shoot.
+	requests := cabundle.Measure(func() { cabundle.Sweep("resync") })
+	assert.Zero(t, requests["patch"]+requests["update"], "nothing written: %v", requests)
+}
+
+func clusterOf(tn tenant.Name) *metav1.PartialObjectMetadata {
+	c := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: string(tn)}}
+	c.SetGroupVersionKind(kinds.ExtensionsCluster.GroupVersionKind)
+	return c
+}
+
+// record is what the tenant's Cluster records of the Secret's bundle.
+func record(t *testing.T, tn tenant.Name, secret string) string {
+	t.Helper()
+	c := clusterOf(tn)
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), c))
+	return c.Annotations[webhookcertificates.AnnotationTenantBundle(secret)]
+}
+
+// shootRegistration registers, in the shoot, one webhook per url with its bundle, labelled as
+// the enrolment labels them.
+func shootRegistration(t *testing.T, shoot *testenv.Env, tn tenant.Name, urls []string, caBundles [][]byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	none, ignore := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore
+	obj := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "shoot-" + string(tn), Labels: tenant.RegistrationLabels}}
+	for i, u := range urls {
+		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name: string(rune('a'+i)) + ".example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: caBundles[i]},
+			SideEffects: &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	require.NoError(t, shoot.Client.Create(context.Background(), obj))
+	return obj
+}
+
+func shootBundles(t *testing.T, shoot *testenv.Env, obj *admissionregistrationv1.ValidatingWebhookConfiguration) [][]byte {
+	t.Helper()
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, shoot.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got))
+	var out [][]byte
+	for _, w := range got.Webhooks {
+		out = append(out, w.ClientConfig.CABundle)
+	}
+	return out
+}

@@ -53,7 +53,8 @@ func TestRegistrationsAreTheTenants(t *testing.T) {
 	for _, obj := range objs {
 		m := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 		for _, w := range m.Webhooks {
-			assert.Regexp(t, `^https://grm-webhooks(-best-effort)?\.gardener-knative\.svc\.cluster\.local/shoot--p--a/webhooks/`, *w.ClientConfig.URL)
+			// The fail-closed ones at the pods' own TLS, the best-effort ones through the ingress.
+			assert.Regexp(t, `^https://(grm-webhooks-tls\.gardener-knative\.svc|grm-webhooks-best-effort\.gardener-knative\.svc\.cluster\.local)/shoot--p--a/webhooks/`, *w.ClientConfig.URL)
 			assert.Equal(t, []byte("ca"), w.ClientConfig.CABundle)
 			assert.LessOrEqual(t, *w.TimeoutSeconds, int32(10))
 		}

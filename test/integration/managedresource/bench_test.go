@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -114,9 +116,13 @@ func measureBoth(h *functiontest.Harness, do func()) (source, target map[string]
 // kube-apiserver here to save memory: each has its own Cluster, access Secrets, client, REST
 // configuration and watches, as on a real seed), watching the Target kinds of the registry's
 // functions. Reported: the live heap per tenant once all watch, the discovery's LISTs per
-// interval, and the always-on pods (one, whatever the number of tenants).
+// interval, and the always-on pods (one, whatever the number of tenants). BENCH_HEAP_PROFILE=file
+// writes the heap's profile there while every tenant watches.
 func BenchmarkTargetSourcePerSeed(b *testing.B) {
 	const tenants = 100
+	if os.Getenv("BENCH_HEAP_PROFILE") != "" {
+		runtime.MemProfileRate = 4096 // before the tenants allocate: a sample every 4 KiB
+	}
 	ctx := context.Background()
 	names := make([]tenant.Name, tenants)
 	for i := range names {
@@ -169,6 +175,9 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		}
 		after := liveHeap()
 		perTenant = float64(after-before) / tenants
+		if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
+			writeHeapProfile(b, path) // where the tenants' heap is, while they watch
+		}
 		counter.Reset()
 		time.Sleep(3 * time.Second)
 		b.ReportMetric(float64(counter.Total("list"))/3, "seed-lists-per-interval")
@@ -180,6 +189,15 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 	}
 	b.ReportMetric(perTenant/1024, "KiB-per-tenant")
 	b.ReportMetric(1, "always-on-pods")
+}
+
+// writeHeapProfile writes the live heap's profile to path.
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	require.NoError(b, pprof.Lookup("heap").WriteTo(f, 0))
 }
 
 func liveHeap() uint64 {

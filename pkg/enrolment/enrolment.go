@@ -174,7 +174,7 @@ func decode(file string) ([]client.Object, error) {
 // forTenant points every webhook of a registration at the tenant's path (and opts.Server), with
 // the CA bundle.
 func forTenant(obj client.Object, t tenant.Name, opts Options) error {
-	for _, cc := range clientConfigs(obj) {
+	for _, cc := range webhookcertificates.ClientConfigs(obj) {
 		if cc.URL == nil {
 			return errors.New("a webhook has no url")
 		}
@@ -185,22 +185,6 @@ func forTenant(obj client.Object, t tenant.Name, opts Options) error {
 		cc.URL, cc.CABundle = &u, opts.CABundle
 	}
 	return nil
-}
-
-// clientConfigs are the client configurations of a registration's webhooks.
-func clientConfigs(obj client.Object) []*admissionregistrationv1.WebhookClientConfig {
-	var configs []*admissionregistrationv1.WebhookClientConfig
-	switch o := obj.(type) {
-	case *admissionregistrationv1.MutatingWebhookConfiguration:
-		for i := range o.Webhooks {
-			configs = append(configs, &o.Webhooks[i].ClientConfig)
-		}
-	case *admissionregistrationv1.ValidatingWebhookConfiguration:
-		for i := range o.Webhooks {
-			configs = append(configs, &o.Webhooks[i].ClientConfig)
-		}
-	}
-	return configs
 }
 
 // TenantURL is a template's url at the tenant's path: its first path segment (the template's
@@ -375,7 +359,7 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 		return nil, err
 	}
 	for _, obj := range objs {
-		configs := clientConfigs(obj)
+		configs := webhookcertificates.ClientConfigs(obj)
 		trust.Inject(configs)
 		for _, cc := range configs {
 			if len(cc.CABundle) == 0 {

@@ -126,7 +126,7 @@ func (r *Reconciler) inject(ctx context.Context, req function.Request, trust web
 			return fmt.Errorf("listing the shoot's registrations: %w", err)
 		}
 		for _, obj := range registrations(list) {
-			patched, err := r.Target.Writer.Patch(ctx, obj, func() { trust.Inject(clientConfigs(obj)) })
+			patched, err := r.Target.Writer.Patch(ctx, obj, func() { trust.Inject(webhookcertificates.ClientConfigs(obj)) })
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 			}
@@ -162,21 +162,6 @@ func registrations(list client.ObjectList) []client.Object {
 	case *admissionregistrationv1.ValidatingWebhookConfigurationList:
 		for i := range l.Items {
 			out = append(out, &l.Items[i])
-		}
-	}
-	return out
-}
-
-func clientConfigs(obj client.Object) []*admissionregistrationv1.WebhookClientConfig {
-	var out []*admissionregistrationv1.WebhookClientConfig
-	switch o := obj.(type) {
-	case *admissionregistrationv1.MutatingWebhookConfiguration:
-		for i := range o.Webhooks {
-			out = append(out, &o.Webhooks[i].ClientConfig)
-		}
-	case *admissionregistrationv1.ValidatingWebhookConfiguration:
-		for i := range o.Webhooks {
-			out = append(out, &o.Webhooks[i].ClientConfig)
 		}
 	}
 	return out

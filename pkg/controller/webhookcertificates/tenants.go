@@ -142,3 +142,20 @@ func (t Bundles) Inject(configs []*admissionregistrationv1.WebhookClientConfig) 
 	}
 	return changed
 }
+
+// ClientConfigs are the client configurations of a registration's webhooks (a Mutating- or
+// ValidatingWebhookConfiguration), to read and change in place.
+func ClientConfigs(obj client.Object) []*admissionregistrationv1.WebhookClientConfig {
+	var configs []*admissionregistrationv1.WebhookClientConfig
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			configs = append(configs, &o.Webhooks[i].ClientConfig)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			configs = append(configs, &o.Webhooks[i].ClientConfig)
+		}
+	}
+	return configs
+}

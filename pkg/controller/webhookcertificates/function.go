@@ -129,13 +129,7 @@ var mutating = registrationKind{
 		}
 		return objs
 	},
-	configs: func(o client.Object) []*admissionregistrationv1.WebhookClientConfig {
-		var ccs []*admissionregistrationv1.WebhookClientConfig
-		for i := range o.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
-			ccs = append(ccs, &o.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i].ClientConfig)
-		}
-		return ccs
-	},
+	configs: ClientConfigs,
 }
 
 var validating = registrationKind{
@@ -149,13 +143,7 @@ var validating = registrationKind{
 		}
 		return objs
 	},
-	configs: func(o client.Object) []*admissionregistrationv1.WebhookClientConfig {
-		var ccs []*admissionregistrationv1.WebhookClientConfig
-		for i := range o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
-			ccs = append(ccs, &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i].ClientConfig)
-		}
-		return ccs
-	},
+	configs: ClientConfigs,
 }
 
 var kindsByName = []registrationKind{mutating, validating}

@@ -347,12 +347,12 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	if err != nil {
 		return nil, err
 	}
-	trust, err := trustOf(ctx, seed, serversNamespace)
+	bundles, err := bundlesOf(ctx, seed, serversNamespace)
 	if err != nil {
 		return nil, err
 	}
 	if opts.CABundle == nil {
-		opts.CABundle = trust.Ingress
+		opts.CABundle = bundles.Ingress
 	}
 	objs, err := Registrations(t, settings, opts)
 	if err != nil {
@@ -360,7 +360,7 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	}
 	for _, obj := range objs {
 		configs := webhookcertificates.ClientConfigs(obj)
-		trust.Inject(configs)
+		bundles.Inject(configs)
 		for _, cc := range configs {
 			if len(cc.CABundle) == 0 {
 				return nil, fmt.Errorf("%s %s: nothing to trust at %s: its serving certificate is not issued yet (webhookcertificates issues it within seconds of the apply), or the Secret %s/%s is missing", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), ptr.Deref(cc.URL, ""), serversNamespace, webhookcertificates.IngressCA)
@@ -380,10 +380,10 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	return result, nil
 }
 
-// trustOf reads what the registrations trust from the Secrets of the servers' namespace: the
+// bundlesOf reads what the registrations trust from the Secrets of the servers' namespace: the
 // serving certificates webhookcertificates issues and the ingress's CA (the operator's input), as
 // the function shootcabundle keeps them through rotations.
-func trustOf(ctx context.Context, seed client.Reader, namespace string) (webhookcertificates.Bundles, error) {
+func bundlesOf(ctx context.Context, seed client.Reader, namespace string) (webhookcertificates.Bundles, error) {
 	secrets := &corev1.SecretList{}
 	if err := seed.List(ctx, secrets, client.InNamespace(namespace)); err != nil {
 		return webhookcertificates.Bundles{}, fmt.Errorf("reading the servers' certificates: %w", err)

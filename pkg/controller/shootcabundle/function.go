@@ -100,15 +100,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if err := req.Reader.List(ctx, secrets, client.InNamespace(sources.Namespace)); err != nil {
 		return fmt.Errorf("listing the servers' certificates: %w", err)
 	}
-	trust := webhookcertificates.BundlesOf(sources.Namespace, secrets.Items)
+	bundles := webhookcertificates.BundlesOf(sources.Namespace, secrets.Items)
 	settings, _ := tenant.SettingsFrom(ctx)
 	hibernated := settings != nil && settings.Hibernated
 	if !hibernated {
-		if err := r.inject(ctx, req, trust); err != nil {
+		if err := r.inject(ctx, req, bundles); err != nil {
 			return err
 		}
 	}
-	records := Records(trust.Certificates, hibernated)
+	records := Records(bundles.Certificates, hibernated)
 	_, err := r.Source.Writer.Patch(ctx, cluster, func() {
 		for key, value := range records {
 			metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, key, value)
@@ -119,14 +119,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 
 // inject sets the caBundles of the shoot's registrations (two LISTs in the shoot, a PATCH for
 // each registration that changes: the Writer sends none for a registration that stays).
-func (r *Reconciler) inject(ctx context.Context, req function.Request, trust webhookcertificates.Bundles) error {
+func (r *Reconciler) inject(ctx context.Context, req function.Request, bundles webhookcertificates.Bundles) error {
 	lists := []client.ObjectList{&admissionregistrationv1.MutatingWebhookConfigurationList{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}}
 	for _, list := range lists {
 		if err := req.Target.List(ctx, list, client.MatchingLabels(tenant.RegistrationLabels)); err != nil {
 			return fmt.Errorf("listing the shoot's registrations: %w", err)
 		}
 		for _, obj := range registrations(list) {
-			patched, err := r.Target.Writer.Patch(ctx, obj, func() { trust.Inject(webhookcertificates.ClientConfigs(obj)) })
+			patched, err := r.Target.Writer.Patch(ctx, obj, func() { bundles.Inject(webhookcertificates.ClientConfigs(obj)) })
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 			}

@@ -55,7 +55,8 @@ var ScaleToZeroFolders = []string{".", "shoot", "shoot-opt-in"}
 // ingress instead (clientConfig.url), which wakes it, and trusts the ingress's CA
 // (webhookcertificates.IngressCA, the variant's input). A shoot's registration that reaches it by
 // url (https://<name>-tls.<namespace>.svc/...) gets the Knative Service's cluster-local url,
-// whose CA the enrolment and shootcabundle give it. Only changed objects are written; applied after config/ they override it
+// whose CA the enrolment and shootcabundle give it. Only changed objects are written; applied
+// after config/ they override it
 // (`ko apply -f config/ -f config/scale-to-zero/`).
 func ScaleToZero(configDir, folder string) ([]File, error) {
 	var files []File

@@ -158,12 +158,11 @@ func TestHibernated(t *testing.T) {
 		status  bool
 		want    bool
 	}{
-		"awake":                 {nil, false, false},
-		"hibernation disabled":  {ptr.To(false), false, false},
-		"hibernating":           {ptr.To(true), false, true},
-		"hibernated":            {ptr.To(true), true, true},
-		"waking up":             {ptr.To(false), true, true},
-		"woken, never asked to": {nil, false, false},
+		"awake":                {nil, false, false},
+		"hibernation disabled": {ptr.To(false), false, false},
+		"hibernating":          {ptr.To(true), false, true},
+		"hibernated":           {ptr.To(true), true, true},
+		"waking up":            {ptr.To(false), true, true},
 	} {
 		shoot := shootWith(func(s *gardencorev1beta1.Shoot) {
 			s.Spec.Hibernation = &gardencorev1beta1.Hibernation{Enabled: tc.enabled}

@@ -93,8 +93,12 @@ func TestShootRegistrationsTrustTheServersThroughARotation(t *testing.T) {
 
 	// A sweep that changes nothing writes nothing: one LIST of Clusters and one of our Secrets
 	// in the seed, two LISTs in the shoot.
+	shootPatches, shootLists := cabundle.TargetCounter.Total("patch"), cabundle.TargetCounter.Total("list")
 	requests := cabundle.Measure(func() { cabundle.Sweep("resync") })
-	assert.Zero(t, requests["patch"]+requests["update"], "nothing written: %v", requests)
+	assert.Zero(t, requests["patch"]+requests["update"], "nothing written in the seed: %v", requests)
+	assert.Equal(t, 2, requests["list"], "the Clusters and our Secrets: %v", requests)
+	assert.Zero(t, cabundle.TargetCounter.Total("patch")-shootPatches, "nothing written in the shoot")
+	assert.Equal(t, 2, cabundle.TargetCounter.Total("list")-shootLists, "the shoot's two kinds of registration")
 }
 
 func clusterOf(tn tenant.Name) *metav1.PartialObjectMetadata {

@@ -76,6 +76,11 @@ func gardenerConfig(seedKubeconfig, shootKubeconfig, namespace, certDir string, 
 			},
 			TokenRequestor:         rmv1alpha1.TokenRequestorControllerConfig{Enabled: true, ConcurrentSyncs: ptr.To(5)},
 			NodeCriticalComponents: rmv1alpha1.NodeCriticalComponentsControllerConfig{Enabled: true},
+			// gardenlet's defaults for a shoot: its CSR approver (MaxConcurrentCSRApproverWorkers
+			// 5, the machines in the shoot's namespace) and its node-agent reconciliation delay
+			// (the shoot's OSC sync jitter, 5 minutes unless annotated).
+			CSRApprover:                  rmv1alpha1.CSRApproverControllerConfig{Enabled: true, ConcurrentSyncs: ptr.To(5), MachineNamespace: &namespace},
+			NodeAgentReconciliationDelay: rmv1alpha1.NodeAgentReconciliationDelayControllerConfig{Enabled: true, MaxDelay: &metav1.Duration{Duration: 5 * time.Minute}},
 		},
 		Webhooks: rmv1alpha1.ResourceManagerWebhookConfiguration{
 			HighAvailabilityConfig: rmv1alpha1.HighAvailabilityConfigWebhookConfig{Enabled: true},

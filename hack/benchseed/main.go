@@ -1,8 +1,8 @@
 // Command benchseed measures one seed serving N shoots, ours beside Gardener's: our per-seed
-// deployment (the managedresource, health, tokenrequestor and garbagecollector functions, the
-// webhook server, and the event plumbing: Knative's adapters for the seed and every shoot, and a
-// Broker with Knative's Trigger filters) against gardener-resource-manager v1.150 (hack/peers.sh), one
-// process per shoot configured as gardenlet configures a shoot's.
+// deployment (every function config/ deploys per seed, the webhook server, and the event
+// plumbing: Knative's adapters for the seed and every shoot, and a Broker with Knative's Trigger
+// filters) against gardener-resource-manager v1.150 (hack/peers.sh), one process per shoot
+// configured as gardenlet configures a shoot's.
 //
 // For each N it starts a seed (envtest's kube-apiserver and etcd) and N shoots (real
 // kube-apiservers sharing one etcd, each under a prefix of its own), and gives every shoot
@@ -394,7 +394,7 @@ func (r *run) seedKubeconfig(user, path string) error {
 func report(out io.Writer, opts options, results []sizeResult) {
 	fmt.Fprintf(out, "\nOne seed, N shoots: %d ManagedResources of %d objects per shoot; sync period %s on both sides; one sync period measured at steady state.\n",
 		opts.managedResources, objectsPerManagedResource, opts.period)
-	fmt.Fprintln(out, "ours: the per-seed deployment (4 functions, the webhook server, the event plumbing: source and Broker stand-in). Gardener's: one gardener-resource-manager per shoot, one replica (Gardener runs two).")
+	fmt.Fprintln(out, "ours: the per-seed deployment ("+strconv.Itoa(len(perSeedFunctions))+" functions, the webhook server, the event plumbing: source and Broker stand-in). Gardener's: one gardener-resource-manager per shoot, one replica (Gardener runs two).")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tside\tprocesses\tRSS mean\tRSS peak\tsum of peaks\tCPU-s/period\tseed requests/period\trequests/shoot/period\tfull sync\tdrift p50\tdrift p99")
 	for _, r := range results {

@@ -49,11 +49,11 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 		assert.Positive(t, total(side.shootRequests), "%s: requests to the shoots in a sync period (AlwaysUpdate writes every object)", name)
 		assert.Len(t, side.drift, opts.edits, "%s: every edit reverted", name)
 	}
-	assert.Equal(t, 7, results[0].ours.processes, "4 functions, the webhook server, the source and the Broker")
+	assert.Equal(t, len(perSeedFunctions)+3, results[0].ours.processes, "the per-seed functions, the webhook server, the source and the Broker")
 	assert.Equal(t, 3, results[0].peer.processes, "one resource manager per shoot")
 	heaps, err := filepath.Glob(filepath.Join(opts.dir, "n003", "ours-*.heap"))
 	require.NoError(t, err)
-	assert.Len(t, heaps, 6, "a heap profile of each function, the source and the Broker at steady state")
+	assert.Len(t, heaps, len(perSeedFunctions)+2, "a heap profile of each function, the source and the Broker at steady state")
 	for _, name := range profiledProcesses() {
 		assert.Positive(t, results[0].ours.live[name], "%s's live heap", name)
 	}

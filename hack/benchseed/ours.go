@@ -33,9 +33,18 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
-// perSeedFunctions are the per-seed deployment's functions: GRM's controllers that serve the
-// shoots of a seed.
-var perSeedFunctions = []string{"managedresource", "health", "tokenrequestor", "garbagecollector"}
+// perSeedFunctions are the per-seed deployment's functions, as config/ deploys them: every
+// function of the registry deployed per seed (GRM's controllers that serve the shoots of a seed,
+// and the one that keeps their registrations' CA bundles).
+var perSeedFunctions = func() []string {
+	var names []string
+	for _, fn := range functions.All {
+		if fn.DeploymentMode() == function.PerSeed {
+			names = append(names, fn.Name)
+		}
+	}
+	return names
+}()
 
 // periodic are the PingSources of the sweeps whose period the benchmark sets (-period): the
 // ManagedResource controller's sync and the health controller's. The others keep the shoot

@@ -24,7 +24,8 @@ import sys
 import threading
 import time
 
-NS = "gardener-knative"
+# The project function is gardener-controller-manager's: the runtime part's (function.Part.Namespace).
+NS = "gardener-knative-runtime"
 SERVICE = "project"
 CLUSTER_DIR = os.environ.get("CLUSTER_DIR", "/var/tmp/gardener-knative-cluster")
 

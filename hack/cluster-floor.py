@@ -41,7 +41,8 @@ import urllib.error
 import urllib.request
 import uuid
 
-NS = "gardener-knative"
+# The namespaces of config/'s parts (function.Part.Namespace): the seed's, then the runtime's.
+NAMESPACES = ["gardener-knative", "gardener-knative-runtime"]
 CLUSTER_DIR = os.environ.get("CLUSTER_DIR", "/var/tmp/gardener-knative-cluster")
 INGRESS = os.environ.get("CLUSTER_INGRESS", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,6 +55,24 @@ def kubectl(*args, **kw):
 
 def get_json(*args):
     return json.loads(kubectl("get", "-o", "json", *args, check=True).stdout)
+
+
+NS_OF = {}  # Knative Service name -> namespace: the seed part's where both parts have one
+
+
+def ns_of(service):
+    """The namespace of one of our Knative Services (or a copy, which lives beside its source, with
+    its ServiceAccount)."""
+    if not NS_OF:
+        for ns in reversed(NAMESPACES):
+            for s in get_json("ksvc", "-n", ns)["items"]:
+                NS_OF[s["metadata"]["name"]] = ns
+    return NS_OF[service]
+
+
+def items_of(kind, *args):
+    """The objects of a kind in every part's namespace."""
+    return [i for ns in NAMESPACES for i in get_json(kind, "-n", ns, *args)["items"]]
 
 
 def build_floor():
@@ -71,7 +90,9 @@ def build_floor():
 def copy_of(service, name, floor_image=None):
     """A deployed Knative Service under another name, at zero between requests (no min-scale);
     with floor_image, the floor in its Knative settings instead of our process."""
-    src = get_json("ksvc", "-n", NS, service)
+    ns = ns_of(service)
+    NS_OF[name] = ns
+    src = get_json("ksvc", "-n", ns, service)
     template = src["spec"]["template"]
     annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
     annotations.pop("autoscaling.knative.dev/min-scale", None)
@@ -88,7 +109,7 @@ def copy_of(service, name, floor_image=None):
     labels["app.kubernetes.io/component"] = "coldstart"
     template["metadata"].setdefault("labels", {})["app.kubernetes.io/component"] = "coldstart"
     return {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": NS, "labels": labels}, "spec": {"template": template}}
+            "metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": {"template": template}}
 
 
 def apply(objs):
@@ -98,7 +119,7 @@ def apply(objs):
 def wait_ready(names, timeout=600):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        items = get_json("ksvc", "-n", NS, "-l", "app.kubernetes.io/component=coldstart")["items"]
+        items = items_of("ksvc", "-l", "app.kubernetes.io/component=coldstart")
         ready = {s["metadata"]["name"] for s in items
                  if any(c["type"] == "Ready" and c["status"] == "True" for c in s.get("status", {}).get("conditions", []))}
         if set(names) <= ready:
@@ -109,7 +130,7 @@ def wait_ready(names, timeout=600):
 
 def pods_of(names):
     """Every pod (draining ones too) of the Services named, by Service."""
-    items = get_json("pods", "-n", NS, "-l", "app.kubernetes.io/component=coldstart")["items"]
+    items = items_of("pods", "-l", "app.kubernetes.io/component=coldstart")
     out = {}
     for p in items:
         out.setdefault(p["metadata"]["labels"].get("serving.knative.dev/service"), []).append(p)
@@ -139,7 +160,7 @@ def post(name, request):
     kube-apiserver send theirs; returns (when it was sent, seconds to the answer, HTTP status)."""
     path, headers, body = request
     req = urllib.request.Request("http://%s%s" % (INGRESS, path), data=body, method="POST",
-                                 headers=dict(headers, Host="%s.%s.svc.cluster.local" % (name, NS)))
+                                 headers=dict(headers, Host="%s.%s.svc.cluster.local" % (name, ns_of(name))))
     start = time.time()
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
@@ -188,7 +209,7 @@ def phases(name, start):
     if not pods:
         return {}
     pod = pods[-1]["metadata"]["name"]
-    dirs = glob.glob(os.path.join(CLUSTER_DIR, "pod-logs", "%s_%s_*" % (NS, pod)))
+    dirs = glob.glob(os.path.join(CLUSTER_DIR, "pod-logs", "%s_%s_*" % (ns_of(name), pod)))
     out = {}
     sandbox = []
     with open(os.path.join(CLUSTER_DIR, "logs", "containerd.log"), errors="replace") as f:
@@ -306,7 +327,7 @@ def main():
 
     image = build_floor()
     print("floor image", image)
-    triggers = {t["metadata"]["name"]: t for t in get_json("triggers", "-n", NS)["items"]}
+    triggers = {t["metadata"]["name"]: t for t in reversed(items_of("triggers"))}
     resources = {}  # (apiVersion, kind) -> namespaced, from the API's discovery
     for line in kubectl("api-resources", "--no-headers", "-o", "wide", check=True).stdout.splitlines():
         parts = line.split()
@@ -317,7 +338,7 @@ def main():
                 break
 
     pings = {}  # function -> the data of its first PingSource (which sweep to run)
-    for p in get_json("pingsources", "-n", NS)["items"]:
+    for p in items_of("pingsources"):
         fn = p["spec"].get("ceOverrides", {}).get("extensions", {}).get("function")
         pings.setdefault(fn, p["spec"].get("data", ""))
     # Per function, a deletion event of the first kind of the source cluster its Trigger takes (it
@@ -372,7 +393,8 @@ def main():
             with open(args.out, "w") as f:
                 json.dump(raw, f, indent=1)
         if os.environ.get("KEEP_COPIES") != "1":
-            kubectl("delete", "ksvc", "-n", NS, "-l", "app.kubernetes.io/component=coldstart", "--wait=false")
+            for ns in NAMESPACES:
+                kubectl("delete", "ksvc", "-n", ns, "-l", "app.kubernetes.io/component=coldstart", "--wait=false")
 
 
 if __name__ == "__main__":

@@ -382,7 +382,7 @@ small_requests() {
 # cluster-local URL trust (the scale-to-zero part's input knative-ingress-ca, the shoots'
 # enrolment, the authorizer's kubeconfig).
 ingress_tls() {
-  local pki=$D/pki sans="DNS:*.gardener-knative.svc.cluster.local,DNS:*.default.svc.cluster.local,DNS:*.svc.cluster.local"
+  local pki=$D/pki sans="DNS:*.gardener-knative.svc.cluster.local,DNS:*.gardener-knative-runtime.svc.cluster.local,DNS:*.default.svc.cluster.local,DNS:*.svc.cluster.local"
   openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=gardener-knative cluster ingress CA" \
     -keyout "$pki/ingress-ca.key" -out "$pki/ingress-ca.crt" 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -subj "/CN=cluster-local ingress" -keyout "$pki/ingress.key" -out "$pki/ingress.csr" 2>/dev/null
@@ -446,30 +446,38 @@ release() {
   log "release $RELEASE_VERSION built in $(( $(date +%s) - t0 ))s ($D/release)"
 }
 
-# deploy installs the release as docs/deployment.md tells an operator to, with kubectl only: the
-# part's file (DEPLOY_PART, default gardener-knative.yaml; gardener-knative-scale-to-zero.yaml on
-# top of it ends as `ko apply -f config/ -f config/scale-to-zero/` does) and its documented inputs:
-# controllerinstallation's Secret controllerinstallation-target (the kubeconfig and name of its
-# seed; the cluster plays the seed too) and the Secret knative-ingress-ca (the CA of Knative's
-# cluster-local TLS, made by up: what the scale-to-zero part's registrations, the shoots' best-effort
-# ones and the authorizer trust), created first so that they trust the ingress at once. No caBundle
-# is set here: webhookcertificates fills the seed's, the enrolment and shootcabundle the shoots'.
+# deploy installs the release as docs/deployment.md tells an operator to, with kubectl only: each
+# part's file where it belongs (the cluster is the runtime cluster and the seed at once, Gardener's
+# "runtime cluster as seed": gardener-knative-runtime.yaml, then gardener-knative-seed.yaml; with
+# DEPLOY_VARIANT=scale-to-zero each part's variant on top, which ends as `ko apply -f config/<part>/
+# -f config/scale-to-zero/<part>/` does) and the documented inputs: in each part's namespace the
+# Secret knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up: what the
+# scale-to-zero registrations, the shoots' best-effort ones and the authorizer trust), created
+# first so that they trust the ingress at once; in the seed's, controllerinstallation's Secret
+# controllerinstallation-target (the kubeconfig and name of its seed; the cluster plays the seed).
+# No caBundle is set here: webhookcertificates fills the registrations', the enrolment and
+# shootcabundle the shoots'.
 deploy() {
   assets=$(cat "$D/assets")
-  local t0 part=${DEPLOY_PART:-gardener-knative.yaml}
+  local t0 part file namespace
   t0=$(date +%s)
-  [ -f "$D/release/$part" ] || die "no release in $D/release: hack/cluster.sh release first"
-  if ! kc -n gardener-knative get secret knative-ingress-ca >/dev/null 2>&1; then
-    kc create namespace gardener-knative --dry-run=client -o yaml | kc apply -f - >/dev/null
-    kc -n gardener-knative create secret generic knative-ingress-ca --from-file=ca.crt="$D/pki/ingress-ca.crt" >/dev/null
-  fi
-  kc apply -f "$D/release/$part" >"$D/logs/apply-release.log" 2>&1 ||
-    { tail -n 30 "$D/logs/apply-release.log" >&2; die "kubectl apply -f $part failed"; }
+  for part in runtime seed; do
+    file=gardener-knative-$part${DEPLOY_VARIANT:+-$DEPLOY_VARIANT}.yaml
+    [ -f "$D/release/$file" ] || die "no $file in $D/release: hack/cluster.sh release first"
+    # The part's namespace (function.Part.Namespace).
+    namespace=gardener-knative; [ "$part" = seed ] || namespace=gardener-knative-$part
+    if ! kc -n "$namespace" get secret knative-ingress-ca >/dev/null 2>&1; then
+      kc create namespace "$namespace" --dry-run=client -o yaml | kc apply -f - >/dev/null
+      kc -n "$namespace" create secret generic knative-ingress-ca --from-file=ca.crt="$D/pki/ingress-ca.crt" >/dev/null
+    fi
+    kc apply -f "$D/release/$file" >"$D/logs/apply-$part.log" 2>&1 ||
+      { tail -n 30 "$D/logs/apply-$part.log" >&2; die "kubectl apply -f $file failed"; }
+  done
   if ! kc -n gardener-knative get secret controllerinstallation-target >/dev/null 2>&1; then
     kc -n gardener-knative create secret generic controllerinstallation-target \
       --from-file=kubeconfig="$D/kubeconfig" --from-literal=seedName=local-seed >/dev/null # landscape.SeedName
   fi
-  log "kubectl apply -f $part done in $(( $(date +%s) - t0 ))s"
+  log "kubectl apply -f of the parts${DEPLOY_VARIANT:+ ($DEPLOY_VARIANT)} done in $(( $(date +%s) - t0 ))s"
 }
 
 # warm builds what `up` builds and starts nothing, so that it can run beside other work (.ci/run

@@ -35,9 +35,10 @@ go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
 echo "e2e-cluster: from kubectl apply to all Ready: $(( $(date +%s) - t2 ))s"
 go test -count=1 -timeout 30m -v -run 'TestReleaseInstalled|TestNothingReachableFromOutside|TestCRDDeletionProtection|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestWebhookCertificateRotation|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
 
-# Then the release's scale-to-zero variant on top (every Service may scale to zero, webhook timeouts
-# 30 s): the same end state as `ko apply -f config/ -f config/scale-to-zero/`.
-DEPLOY_PART=gardener-knative-scale-to-zero.yaml "$cluster" deploy
+# Then the release's scale-to-zero variant of each part on top (every Service may scale to zero,
+# webhook timeouts 30 s): the same end state as `ko apply -f config/<part>/ -f
+# config/scale-to-zero/<part>/`.
+DEPLOY_VARIANT=scale-to-zero "$cluster" deploy
 go test -count=1 -timeout 30m -v -run 'TestScaleToZero|TestAdmissionFromZero' ./test/cluster/
 
 # Last, every function's samples of `make run` on the deployed system, its shoot enrolled with

@@ -35,9 +35,12 @@ import (
 )
 
 const (
-	// Namespace is where the functions, the sources, the Broker and the Triggers live.
-	Namespace = "gardener-knative"
-	// Broker is the one Broker every source sends to.
+	// Namespace is where the seed part's functions, sources, Broker and Triggers live
+	// (function.Seed.Namespace()), and the one namespace of the plumbing of functions of several
+	// parts run together (ObjectsFor: one cluster that is garden, runtime cluster and seed at once,
+	// as the local landscape is).
+	Namespace = function.SeedNamespace
+	// Broker is the one Broker of a part every source of the part sends to.
 	Broker = "gardener-knative"
 	// FunctionExtension is the CloudEvents extension a function's PingSources set to its name,
 	// so that its Trigger lets its ticks through.
@@ -73,12 +76,26 @@ func PingData(sweep string) string { return fmt.Sprintf(`{"sweep":%q}`, sweep) }
 // PingSources.
 // Every source and Trigger passes Knative's own validation.
 func Objects(fns []*function.Function) ([]client.Object, error) {
+	return PartObjects("", fns, DefaultPlumbing())
+}
+
+// PartObjects is the event plumbing of part of config/ (Objects, with plumbing's Broker): of the
+// functions among fns that the part deploys, in the part's namespace, its cluster-scoped
+// objects named after that namespace, so that the parts of a runtime cluster that is also a seed
+// stand side by side. An empty part is the plumbing of every function in one namespace
+// (Namespace).
+func PartObjects(part function.Part, fns []*function.Function, plumbing Plumbing) ([]client.Object, error) {
+	namespace := Namespace
+	if part != "" {
+		namespace = part.Namespace()
+		fns = slices.DeleteFunc(slices.Clone(fns), func(fn *function.Function) bool { return !slices.Contains(fn.Parts, part) })
+	}
 	for _, fn := range fns {
 		if len(fn.WatchedKinds(function.Target)) > 0 && fn.DeploymentMode() != function.PerSeed {
 			return nil, fmt.Errorf("function %s watches its Target %s: config/ runs one target source per seed for the functions deployed per seed", fn.Name, fn.DeploymentMode())
 		}
 	}
-	return ObjectsFor(fns, function.PerSeed, DefaultPlumbing())
+	return objectsIn(namespace, fns, function.PerSeed, plumbing)
 }
 
 // ObjectsFor is Objects for the functions' Targets served in mode: per seed and single-target,
@@ -87,6 +104,10 @@ func Objects(fns []*function.Function) ([]client.Object, error) {
 // the Triggers take them from it (cluster=source). The Broker is of plumbing's class and
 // carries its delivery, which every Trigger inherits.
 func ObjectsFor(fns []*function.Function, mode function.Mode, plumbing Plumbing) ([]client.Object, error) {
+	return objectsIn(Namespace, fns, mode, plumbing)
+}
+
+func objectsIn(namespace string, fns []*function.Function, mode function.Mode, plumbing Plumbing) ([]client.Object, error) {
 	if err := plumbing.Validate(); err != nil {
 		return nil, fmt.Errorf("event plumbing: %w", err)
 	}
@@ -107,7 +128,7 @@ func ObjectsFor(fns []*function.Function, mode function.Mode, plumbing Plumbing)
 	ctx := context.Background()
 	broker := &eventingv1.Broker{
 		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker"},
-		ObjectMeta: objectMeta("eventing", Broker),
+		ObjectMeta: objectMeta(namespace, "eventing", Broker),
 	}
 	// docs/deployment.md says what durability each class (and channel) gives.
 	broker.Annotations = map[string]string{eventingv1.BrokerClassAnnotationKey: plumbing.BrokerClass}
@@ -118,7 +139,7 @@ func ObjectsFor(fns []*function.Function, mode function.Mode, plumbing Plumbing)
 	objs := []client.Object{broker}
 	for _, c := range []function.Cluster{function.Source, function.Target} {
 		if watches := watchedResources(fns, c, mode); len(watches) > 0 {
-			source, err := clusterSource(c, watches, mode)
+			source, err := clusterSource(namespace, c, watches, mode)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +147,7 @@ func ObjectsFor(fns []*function.Function, mode function.Mode, plumbing Plumbing)
 		}
 	}
 	for _, fn := range fns {
-		trigger := triggerOf(fn, mode)
+		trigger := triggerOf(namespace, fn, mode)
 		if err := trigger.Validate(ctx); err != nil {
 			return nil, fmt.Errorf("function %s: Trigger is invalid: %w", fn.Name, err)
 		}
@@ -139,7 +160,7 @@ func ObjectsFor(fns []*function.Function, mode function.Mode, plumbing Plumbing)
 		for _, sw := range fn.Sweeps {
 			ping := &sourcesv1.PingSource{
 				TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "PingSource"},
-				ObjectMeta: objectMeta(fn.Name, PingSourceName(fn.Name, sw.Name)),
+				ObjectMeta: objectMeta(namespace, fn.Name, PingSourceName(fn.Name, sw.Name)),
 				Spec: sourcesv1.PingSourceSpec{
 					SourceSpec: duckv1.SourceSpec{
 						Sink:                brokerSink(),
@@ -254,7 +275,7 @@ func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (a
 // Not Knative's ApiServerSource: its controller writes the list of every namespace into its
 // adapter's Deployment even for an empty namespace selector, so that each namespace created or
 // deleted rolls the adapter and loses the events of that moment (pkg/clustersource).
-func clusterSource(c function.Cluster, watches []watchedResource, mode function.Mode) ([]client.Object, error) {
+func clusterSource(namespace string, c function.Cluster, watches []watchedResource, mode function.Mode) ([]client.Object, error) {
 	name := SourceName(c)
 	// Resource mode, so that predicates decide on the event alone; Reference mode for
 	// confidential kinds, whose content must not travel through the Broker: one adapter each
@@ -296,11 +317,11 @@ func clusterSource(c function.Cluster, watches []watchedResource, mode function.
 	}
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: objectMeta("eventing", name),
+		ObjectMeta: objectMeta(namespace, "eventing", name),
 	}
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: clusterObjectMeta("eventing", "gardener-knative:"+name),
+		ObjectMeta: clusterObjectMeta("eventing", ClusterScopedName(namespace, name)),
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -328,12 +349,12 @@ func clusterSource(c function.Cluster, watches []watchedResource, mode function.
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 			ObjectMeta: clusterObjectMeta("eventing", role.Name),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: Namespace}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
 		})
 	}
 	source := &sourcesv1.ContainerSource{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "ContainerSource"},
-		ObjectMeta: objectMeta("eventing", name),
+		ObjectMeta: objectMeta(namespace, "eventing", name),
 		Spec: sourcesv1.ContainerSourceSpec{
 			SourceSpec: duckv1.SourceSpec{
 				Sink:                brokerSink(),
@@ -370,7 +391,7 @@ func selectorOf(w watchedResource) sourcesv1.APIVersionKindSelector {
 
 // triggerOf routes to fn the events of the kinds it watches (by apiversion, kind and cluster,
 // the extensions the sources set) and its own ticks.
-func triggerOf(fn *function.Function, mode function.Mode) *eventingv1.Trigger {
+func triggerOf(namespace string, fn *function.Function, mode function.Mode) *eventingv1.Trigger {
 	var any []eventingv1.SubscriptionsAPIFilter
 	seen := map[string]bool{}
 	for _, c := range fn.Clusters() {
@@ -387,7 +408,7 @@ func triggerOf(fn *function.Function, mode function.Mode) *eventingv1.Trigger {
 	if len(fn.Sweeps) > 0 {
 		any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{"type": function.PingEventType, FunctionExtension: fn.Name}})
 	}
-	meta := objectMeta(fn.Name, fn.Name)
+	meta := objectMeta(namespace, fn.Name, fn.Name)
 	// Knative's defaulting labels a Trigger with its Broker; set here, what is applied is what runs.
 	meta.Labels["eventing.knative.dev/broker"] = Broker
 	return &eventingv1.Trigger{
@@ -406,11 +427,15 @@ func brokerSink() duckv1.Destination {
 	return duckv1.Destination{Ref: &duckv1.KReference{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker", Name: Broker}}
 }
 
-func objectMeta(component, name string) metav1.ObjectMeta {
+func objectMeta(namespace, component, name string) metav1.ObjectMeta {
 	m := clusterObjectMeta(component, name)
-	m.Namespace = Namespace
+	m.Namespace = namespace
 	return m
 }
+
+// ClusterScopedName is the name of a cluster-scoped object (a ClusterRole, its binding) of the
+// part in namespace: <namespace>:<name>, so that two parts in one cluster never share one.
+func ClusterScopedName(namespace, name string) string { return namespace + ":" + name }
 
 func clusterObjectMeta(component, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{

@@ -1,7 +1,8 @@
-// Command genconfig writes what derives from the function registry (functions.All): in config/,
-// eventing.yaml (the event plumbing of every function) and <function>.yaml (its RBAC and Knative
-// Service); docs/functions/README.md (the table of every function); and config/scale-to-zero/,
-// the variant of config/ in which every Knative Service scales to zero (see pkg/configgen). Run
+// Command genconfig writes what derives from the function registry (functions.All): in each part
+// of config/ (config/runtime/, config/seed/), eventing.yaml (the event plumbing of the part's
+// functions) and <function>.yaml (its RBAC and Knative Service); docs/functions/README.md (the
+// table of every function); and config/scale-to-zero/, the variant of every part in which every
+// Knative Service scales to zero (see pkg/configgen). Run
 // it from the repository root after changing a function's declaration or a Knative Service or
 // webhook registration in config/:
 //
@@ -25,6 +26,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -54,15 +56,17 @@ func main() {
 }
 
 func run(dir, docs string, check bool, plumbing sources.Plumbing) error {
-	files, err := configgen.Generate(functions.All, plumbing)
-	if err != nil {
-		return err
-	}
 	if err := sync(docs, []configgen.File{configgen.FunctionsIndex(functions.All)}, check); err != nil {
 		return err
 	}
-	if err := sync(dir, files, check); err != nil {
-		return err
+	for _, part := range function.AllParts {
+		files, err := configgen.Generate(part, functions.All, plumbing)
+		if err != nil {
+			return err
+		}
+		if err := sync(filepath.Join(dir, string(part)), files, check); err != nil {
+			return err
+		}
 	}
 	// The scale-to-zero variant derives from config/ itself, so it is made after the sources.
 	for _, folder := range configgen.ScaleToZeroFolders {

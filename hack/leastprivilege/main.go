@@ -311,11 +311,12 @@ func webhookServers(dir string) ([]server, error) {
 	return servers, nil
 }
 
-// grantsOf expands the function's rules into single permissions.
+// grantsOf expands the function's rules into single permissions, as the suites serve it: in its
+// home part's namespace (functiontest.AsFunction).
 func grantsOf(fn *function.Function) []permission {
 	grants := expand(fn.RBAC, "")
 	for ns, rules := range fn.NamespacedRBAC {
-		grants = append(grants, expand(rules, ns)...)
+		grants = append(grants, expand(rules, function.NamespaceOf(ns, fn.HomePart()))...)
 	}
 	return grants
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,24 +37,30 @@ type File struct {
 	Content []byte
 }
 
-// Generate returns the generated files of the registry: the event plumbing of every function
-// (eventing.yaml), each function's RBAC and Knative Service (<name>.yaml), and the CRDs
-// config/ ships (CRDsFile). The Broker's class, config and delivery are plumbing's.
-func Generate(fns []*function.Function, plumbing sources.Plumbing) ([]File, error) {
-	objs, err := sources.ObjectsFor(fns, function.PerSeed, plumbing)
+// Generate returns the generated files of the registry's part of config/ (config/<part>/): the
+// event plumbing of the part's functions (eventing.yaml), each one's RBAC and Knative Service
+// (<name>.yaml), and in the seed's the CRDs it ships (CRDsFile). The Broker's class, config and
+// delivery are plumbing's.
+func Generate(part function.Part, fns []*function.Function, plumbing sources.Plumbing) ([]File, error) {
+	for _, fn := range fns {
+		if len(fn.Parts) == 0 {
+			return nil, fmt.Errorf("function %s: no part of config/ deploys it (Function.Parts)", fn.Name)
+		}
+	}
+	objs, err := sources.PartObjects(part, fns, plumbing)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
 	buf.WriteString(Header + "\n")
-	buf.WriteString("# The event plumbing of every function, derived from the registry (functions/registry.go):\n")
+	fmt.Fprintf(&buf, "# The event plumbing of the %s part's functions, derived from the registry (functions/registry.go):\n", part)
 	buf.WriteString("# the Broker, whose class, config and delivery (which every Trigger inherits) are the operator's\n")
 	buf.WriteString("# choice (docs/deployment.md, \"The Broker\"); one source per cluster watching the union of the\n")
 	buf.WriteString("# functions' kinds, a ContainerSource running Knative's ApiServerSource adapter on every namespace\n")
 	buf.WriteString("# (the Source) or every shoot of the seed (the Target), with its ServiceAccount and RBAC; one\n")
 	buf.WriteString("# Trigger per function, one PingSource per sweep, and the dead-letter sink. Regenerate with\n")
 	buf.WriteString("# `go run ./hack/genconfig` after changing a declaration.\n")
-	for _, obj := range append(objs, DeadLetterService()) {
+	for _, obj := range append(objs, DeadLetterService(part.Namespace())) {
 		doc, err := Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
@@ -61,19 +68,70 @@ func Generate(fns []*function.Function, plumbing sources.Plumbing) ([]File, erro
 		buf.WriteString("---\n")
 		buf.Write(doc)
 	}
-	files := []File{{Name: EventingFile, Content: buf.Bytes()}}
+	files := append(partFiles(part), File{Name: EventingFile, Content: buf.Bytes()})
 	for _, fn := range fns {
-		f, err := functionFile(fn)
+		if !slices.Contains(fn.Parts, part) {
+			continue
+		}
+		f, err := functionFile(fn, part)
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, f)
 	}
+	if part != function.Seed {
+		return files, nil
+	}
+	// The seed's resource managers are what serves ManagedResources.
 	crdFile, err := crdsFile()
 	if err != nil {
 		return nil, err
 	}
 	return append(files, crdFile), nil
+}
+
+// The files every part begins with, in the order ko and kubectl apply a folder (by name).
+const (
+	// NamespaceFile is the part's namespace, applied first.
+	NamespaceFile = "100-namespace.yaml"
+	// PriorityClassFile is the priority class of the fail-closed webhooks' pods.
+	PriorityClassFile = "105-priorityclass.yaml"
+	// PriorityClass names it.
+	PriorityClass = "gardener-knative-system-critical"
+)
+
+// partFiles are the part's namespace and the priority class of its fail-closed webhook servers
+// (in the runtime part extension-registration, in the seed's grm-webhooks and
+// grm-node-agent-authorizer). Both parts carry the same class, so that either applies alone.
+func partFiles(part function.Part) []File {
+	namespace := fmt.Sprintf(`%s
+# The namespace of the %s part: its functions, their sources, Broker and service accounts, its
+# webhook servers. It is applied first (ko and kubectl apply the files of a folder in name order).
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %s
+  labels:
+    app.kubernetes.io/part-of: gardener-knative
+`, Header, part, part.Namespace())
+	priority := fmt.Sprintf(`%s
+# The priority of the fail-closed webhooks' pods: while none of them runs, Pods of every shoot
+# namespace (or the garden's extension registrations) cannot be written, so under node pressure
+# they are the last to be preempted. The value is that of gardener-system-critical, the class
+# gardenlet gives the seed's own resource manager; a class of our own, since gardenlet's chart owns
+# that one and a runtime cluster without gardenlet has none (docs/deployment.md, "Fail-closed
+# webhooks"). Every part carries it, the same object.
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: %s
+  labels:
+    app.kubernetes.io/part-of: gardener-knative
+value: 999998950
+globalDefault: false
+description: The fail-closed admission and authorization webhooks of gardener-knative.
+`, Header, PriorityClass)
+	return []File{{Name: NamespaceFile, Content: []byte(namespace)}, {Name: PriorityClassFile, Content: []byte(priority)}}
 }
 
 // CRDsFile is the generated file of the CRDs config/ ships (pkg/crds); its name sorts after the

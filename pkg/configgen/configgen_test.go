@@ -34,6 +34,7 @@ import (
 func demo() *function.Function {
 	return &function.Function{
 		Name:        "demo",
+		Parts:       []function.Part{function.Seed},
 		RBAC:        []rbacv1.PolicyRule{{APIGroups: []string{"core.gardener.cloud"}, Resources: []string{"shoots"}, Verbs: []string{"get", "list", "patch"}}},
 		Reconcilers: []function.Reconciler{{Name: "main", For: kinds.Shoot, New: func(function.Deps) (function.Handler, error) { return nil, nil }}},
 		Watches:     []function.Watch{{Kind: kinds.Shoot, Reconciler: "main"}},
@@ -47,14 +48,15 @@ func demo() *function.Function {
 // The function's own file holds its ServiceAccount, exactly its declared rules, and its Knative
 // Service running as that ServiceAccount with the image ko builds from functions/<name>.
 func TestFunctionFile(t *testing.T) {
-	files, err := configgen.Generate([]*function.Function{demo()}, sources.DefaultPlumbing())
+	files, err := configgen.Generate(function.Seed, []*function.Function{demo()}, sources.DefaultPlumbing())
 	require.NoError(t, err)
-	require.Len(t, files, 3)
-	require.Equal(t, configgen.EventingFile, files[0].Name)
-	require.Equal(t, "demo.yaml", files[1].Name)
-	require.Equal(t, configgen.CRDsFile, files[2].Name)
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name)
+	}
+	require.Equal(t, []string{configgen.NamespaceFile, configgen.PriorityClassFile, configgen.EventingFile, "demo.yaml", configgen.CRDsFile}, names)
 
-	docs := documents(t, files[1].Content)
+	docs := documents(t, files[3].Content)
 	require.Len(t, docs, 4)
 	var role rbacv1.ClusterRole
 	require.NoError(t, sigsyaml.UnmarshalStrict(docs[1], &role))
@@ -80,7 +82,7 @@ func TestNamespacedRBAC(t *testing.T) {
 	fn := demo()
 	secrets := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
 	fn.NamespacedRBAC = map[string][]rbacv1.PolicyRule{"garden": secrets}
-	objs := configgen.RBACObjects(fn)
+	objs := configgen.RBACObjects(fn, function.Seed)
 	require.Len(t, objs, 5)
 	role, ok := objs[3].(*rbacv1.Role)
 	require.True(t, ok, "%T", objs[3])
@@ -93,24 +95,76 @@ func TestNamespacedRBAC(t *testing.T) {
 	assert.Equal(t, demo().RBAC, objs[1].(*rbacv1.ClusterRole).Rules, "the cluster-wide rules stay as declared")
 }
 
+// A part holds only its own functions, in its namespace, under cluster-scoped names of its own;
+// a function of two parts is in both, each deployment with its part's namespace for
+// OwnNamespace, so that a runtime cluster that is also a seed holds both parts side by side.
+func TestParts(t *testing.T) {
+	runtimeFn, both := demo(), demo()
+	runtimeFn.Name, runtimeFn.Parts = "garden", []function.Part{function.Runtime}
+	both.Name, both.Parts = "both", []function.Part{function.Seed, function.Runtime}
+	secrets := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
+	both.NamespacedRBAC = map[string][]rbacv1.PolicyRule{function.OwnNamespace: secrets}
+	fns := []*function.Function{demo(), runtimeFn, both}
+	seen := map[string]map[string]bool{}
+	for _, part := range function.AllParts {
+		files, err := configgen.Generate(part, fns, sources.DefaultPlumbing())
+		require.NoError(t, err)
+		for _, f := range files {
+			for _, doc := range documents(t, f.Content) {
+				var obj map[string]any
+				require.NoError(t, sigsyaml.Unmarshal(doc, &obj))
+				u := unstructured.Unstructured{Object: obj}
+				if u.GetNamespace() != "" {
+					assert.Equal(t, part.Namespace(), u.GetNamespace(), "%s %s of the %s part", u.GetKind(), u.GetName(), part)
+				}
+				if strings.HasPrefix(u.GetKind(), "Cluster") {
+					assert.True(t, strings.HasPrefix(u.GetName(), part.Namespace()+":"), "%s %s of the %s part", u.GetKind(), u.GetName(), part)
+				}
+				if u.GetKind() == "Service" {
+					if seen[string(part)] == nil {
+						seen[string(part)] = map[string]bool{}
+					}
+					seen[string(part)][u.GetName()] = true
+				}
+				if u.GetKind() == "Role" {
+					assert.Equal(t, part.Namespace(), u.GetNamespace(), "OwnNamespace is the part's")
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]bool{"demo": true, "both": true, "dead-letter": true}, seen["seed"])
+	assert.Equal(t, map[string]bool{"garden": true, "both": true, "dead-letter": true}, seen["runtime"])
+	assert.Equal(t, "system:serviceaccount:gardener-knative-runtime:garden", configgen.ServiceAccountName(runtimeFn))
+}
+
+// A function no part deploys would be missing from config/ without a word: the generator refuses it.
+func TestEveryFunctionHasAPart(t *testing.T) {
+	fn := demo()
+	fn.Parts = nil
+	_, err := configgen.Generate(function.Seed, []*function.Function{fn}, sources.DefaultPlumbing())
+	assert.ErrorContains(t, err, "no part of config/ deploys it")
+}
+
 // A function on a Target cluster gets that cluster's kubeconfig from the Secret <name>-target.
 func TestTargetKubeconfig(t *testing.T) {
 	fn := demo()
 	fn.Reconcilers[0].Cluster = function.Target
-	svc := configgen.KnativeService(fn)
+	svc := configgen.KnativeService(fn, function.Seed)
 	spec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec")
 	require.Equal(t, []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": "demo-target"}}}, spec["volumes"])
 	container := spec["containers"].([]any)[0].(map[string]any)
-	require.Equal(t, []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"}}, container["env"])
+	ownNamespace := map[string]any{"name": function.NamespaceEnv, "value": "gardener-knative"}
+	require.Equal(t, []any{ownNamespace, map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"}}, container["env"])
 	require.Equal(t, []any{map[string]any{"name": "target", "mountPath": "/var/run/secrets/gardener-knative/target", "readOnly": true}}, container["volumeMounts"])
 
 	// Its target inputs come from keys of the same Secret, required: the Target's access and
 	// identity are one input.
 	fn.TargetInputs = map[string]string{"SEED_NAME": "seedName"}
 	require.NoError(t, fn.Validate())
-	spec, _, _ = unstructured.NestedMap(configgen.KnativeService(fn).Object, "spec", "template", "spec")
+	spec, _, _ = unstructured.NestedMap(configgen.KnativeService(fn, function.Seed).Object, "spec", "template", "spec")
 	container = spec["containers"].([]any)[0].(map[string]any)
 	require.Equal(t, []any{
+		ownNamespace,
 		map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"},
 		map[string]any{"name": "SEED_NAME", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "demo-target", "key": "seedName"}}},
 	}, container["env"])
@@ -129,9 +183,9 @@ func TestTargetInputsNeedASingleTarget(t *testing.T) {
 // The YAML holds exactly the objects: decoding it gives them back, with no status and no
 // creationTimestamp noise.
 func TestEventingRoundTrip(t *testing.T) {
-	files, err := configgen.Generate([]*function.Function{demo()}, sources.DefaultPlumbing())
+	files, err := configgen.Generate(function.Seed, []*function.Function{demo()}, sources.DefaultPlumbing())
 	require.NoError(t, err)
-	content := files[0].Content
+	content := files[2].Content
 	require.True(t, strings.HasPrefix(string(content), configgen.Header+"\n"))
 	require.NotContains(t, string(content), "status")
 	require.NotContains(t, string(content), "creationTimestamp")
@@ -142,7 +196,7 @@ func TestEventingRoundTrip(t *testing.T) {
 	require.Len(t, docs, len(objs)+1, "the plumbing and the dead-letter sink")
 	var deadLetter map[string]any
 	require.NoError(t, sigsyaml.Unmarshal(docs[len(objs)], &deadLetter))
-	require.Equal(t, normalized(t, configgen.DeadLetterService().Object), normalized(t, deadLetter))
+	require.Equal(t, normalized(t, configgen.DeadLetterService(sources.Namespace).Object), normalized(t, deadLetter))
 	for i, want := range objs {
 		got := want.DeepCopyObject().(client.Object)
 		reset(got)
@@ -187,13 +241,14 @@ func documents(t *testing.T, data []byte) [][]byte {
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	a, err := configgen.Generate(functions.All, sources.DefaultPlumbing())
-	require.NoError(t, err)
-	require.Len(t, a, 2+len(functions.All))
-	for range 5 {
-		b, err := configgen.Generate(functions.All, sources.DefaultPlumbing())
+	for _, part := range function.AllParts {
+		a, err := configgen.Generate(part, functions.All, sources.DefaultPlumbing())
 		require.NoError(t, err)
-		require.Equal(t, a, b)
+		for range 5 {
+			b, err := configgen.Generate(part, functions.All, sources.DefaultPlumbing())
+			require.NoError(t, err)
+			require.Equal(t, a, b)
+		}
 	}
 }
 
@@ -237,18 +292,20 @@ func TestKnativeDefaultsChangeNothing(t *testing.T) {
 
 func TestWriteAndDiff(t *testing.T) {
 	dir := t.TempDir()
-	files, err := configgen.Generate([]*function.Function{demo()}, sources.DefaultPlumbing())
+	fn := demo()
+	fn.Parts = []function.Part{function.Runtime}
+	files, err := configgen.Generate(function.Runtime, []*function.Function{fn}, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	handWritten := filepath.Join(dir, "hand.yaml")
 	require.NoError(t, os.WriteFile(handWritten, []byte("# hand-written\n"), 0o644))
 
 	problems, err := configgen.Diff(dir, files)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []configgen.Problem{{Name: "eventing.yaml", Reason: "missing"}, {Name: "demo.yaml", Reason: "missing"}, {Name: configgen.CRDsFile, Reason: "missing"}}, problems)
+	require.ElementsMatch(t, []configgen.Problem{{Name: configgen.NamespaceFile, Reason: "missing"}, {Name: configgen.PriorityClassFile, Reason: "missing"}, {Name: "eventing.yaml", Reason: "missing"}, {Name: "demo.yaml", Reason: "missing"}}, problems)
 
 	changed, err := configgen.Write(dir, files)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"eventing.yaml", "demo.yaml", configgen.CRDsFile}, changed)
+	require.ElementsMatch(t, []string{configgen.NamespaceFile, configgen.PriorityClassFile, "eventing.yaml", "demo.yaml"}, changed)
 	problems, err = configgen.Diff(dir, files)
 	require.NoError(t, err)
 	require.Empty(t, problems)
@@ -257,10 +314,10 @@ func TestWriteAndDiff(t *testing.T) {
 	require.Empty(t, changed, "an up-to-date directory is not rewritten")
 
 	// A hand edit is found and undone; a function that is gone leaves a stale file that is removed.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "eventing.yaml"), append(files[0].Content, "# edited\n"...), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "eventing.yaml"), append(files[2].Content, "# edited\n"...), 0o644))
 	other := demo()
-	other.Name = "other"
-	only, err := configgen.Generate([]*function.Function{other}, sources.DefaultPlumbing())
+	other.Name, other.Parts = "other", []function.Part{function.Runtime}
+	only, err := configgen.Generate(function.Runtime, []*function.Function{other}, sources.DefaultPlumbing())
 	require.NoError(t, err)
 	problems, err = configgen.Diff(dir, only)
 	require.NoError(t, err)

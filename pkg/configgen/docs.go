@@ -24,9 +24,11 @@ func FunctionsIndex(fns []*function.Function) File {
 	b.WriteString("page of its own beside this one. Watches marked *filtered* run a predicate on the event\n")
 	b.WriteString("before any API request; sweeps list each kind once per run, page by page (*meta* lists\n")
 	b.WriteString("metadata only; *per tenant* only where the sweep runs per tenant, in its namespace; *on demand*\n")
-	b.WriteString("one namespace at a time, when a reconcile first lists the kind there).\n\n")
-	b.WriteString("| function | reconcilers | watches (kind → reconciler) | sweeps (schedule: primary; related) | RBAC |\n")
-	b.WriteString("|---|---|---|---|---|\n")
+	b.WriteString("one namespace at a time, when a reconcile first lists the kind there). *Part* is the part of\n")
+	b.WriteString("`config/` that deploys it (`config/runtime/` in the runtime cluster, `config/seed/` in each seed;\n")
+	b.WriteString("[deployment.md](../deployment.md#parts)).\n\n")
+	b.WriteString("| function | part | reconcilers | watches (kind → reconciler) | sweeps (schedule: primary; related) | RBAC |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, fn := range fns {
 		var reconcilers, watches, sweeps, rbac []string
 		for _, r := range fn.Reconcilers {
@@ -66,15 +68,23 @@ func FunctionsIndex(fns []*function.Function) File {
 			rbac = append(rbac, fmt.Sprintf("%s/%s: %s", group, strings.Join(r.Resources, ","), strings.Join(r.Verbs, ",")))
 		}
 		for _, namespace := range slices.Sorted(maps.Keys(fn.NamespacedRBAC)) {
+			where := namespace
+			if namespace == function.OwnNamespace {
+				where = "its part's namespace"
+			}
 			for _, r := range fn.NamespacedRBAC[namespace] {
 				group := strings.Join(r.APIGroups, ",")
 				if group == "" {
 					group = "core"
 				}
-				rbac = append(rbac, fmt.Sprintf("%s/%s in %s: %s", group, strings.Join(r.Resources, ","), namespace, strings.Join(r.Verbs, ",")))
+				rbac = append(rbac, fmt.Sprintf("%s/%s in %s: %s", group, strings.Join(r.Resources, ","), where, strings.Join(r.Verbs, ",")))
 			}
 		}
-		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s | %s | %s |\n", fn.Name, fn.Name,
+		var parts []string
+		for _, p := range fn.Parts {
+			parts = append(parts, string(p))
+		}
+		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s | %s | %s | %s |\n", fn.Name, fn.Name, strings.Join(parts, ", "),
 			strings.Join(reconcilers, "<br>"), strings.Join(watches, "<br>"), strings.Join(sweeps, "<br>"), strings.Join(rbac, "<br>"))
 	}
 	return File{Name: FunctionsIndexFile, Content: b.Bytes()}

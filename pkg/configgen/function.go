@@ -20,21 +20,22 @@ import (
 // ModulePath is the Go module whose main packages ko builds (ko://<ModulePath>/functions/<name>).
 const ModulePath = "github.com/gardener-knative/gardener-knative"
 
-// ServiceAccountName is the user a function's requests are made as: its own ServiceAccount.
+// ServiceAccountName is the user a function's requests are made as: its own ServiceAccount, in
+// its home part's namespace.
 func ServiceAccountName(fn *function.Function) string {
-	return "system:serviceaccount:" + sources.Namespace + ":" + fn.Name
+	return "system:serviceaccount:" + fn.HomePart().Namespace() + ":" + fn.Name
 }
 
-// RBACObjects are the ServiceAccount a function runs as, the ClusterRole and binding that
-// grant it exactly its declared rules (Function.RBAC), and a Role and RoleBinding per namespace
-// of its NamespacedRBAC.
-func RBACObjects(fn *function.Function) []client.Object {
-	name := "gardener-knative:" + fn.Name
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: sources.Namespace}}
+// RBACObjects are the ServiceAccount a function deployed with part runs as, the ClusterRole and
+// binding that grant it exactly its declared rules (Function.RBAC), and a Role and RoleBinding per
+// namespace of its NamespacedRBAC.
+func RBACObjects(fn *function.Function, part function.Part) []client.Object {
+	name := sources.ClusterScopedName(part.Namespace(), fn.Name)
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: part.Namespace()}}
 	objs := []client.Object{
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(fn.Name, fn.Name, sources.Namespace),
+			ObjectMeta: meta(fn.Name, fn.Name, part.Namespace()),
 		},
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
@@ -52,12 +53,12 @@ func RBACObjects(fn *function.Function) []client.Object {
 		objs = append(objs,
 			&rbacv1.Role{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-				ObjectMeta: meta(fn.Name, name, namespace),
+				ObjectMeta: meta(fn.Name, name, function.NamespaceOf(namespace, part)),
 				Rules:      fn.NamespacedRBAC[namespace],
 			},
 			&rbacv1.RoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-				ObjectMeta: meta(fn.Name, name, namespace),
+				ObjectMeta: meta(fn.Name, name, function.NamespaceOf(namespace, part)),
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 				Subjects:   subjects,
 			})
@@ -72,26 +73,28 @@ func RBACObjects(fn *function.Function) []client.Object {
 // operators set them without editing generated files. A function deployed per seed serves every
 // shoot of the seed (MULTI_TENANT); another that works on a Target cluster reads that cluster's
 // kubeconfig from the Secret <name>-target (key kubeconfig), and its TargetInputs from keys of the
-// same Secret: the revision does not start before the operator has created it.
-func KnativeService(fn *function.Function) *unstructured.Unstructured {
-	svc := knativeService(fn.Name, "functions/"+fn.Name, fn.Name)
+// same Secret: the revision does not start before the operator has created it. Every function
+// is told its part's namespace (function.NamespaceEnv).
+func KnativeService(fn *function.Function, part function.Part) *unstructured.Unstructured {
+	svc := knativeService(part.Namespace(), fn.Name, "functions/"+fn.Name, fn.Name)
 	podSpec := svc.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 	container := podSpec["containers"].([]any)[0].(map[string]any)
 	container["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": SettingsConfigMap(fn), "optional": true}}}
+	env := []any{map[string]any{"name": function.NamespaceEnv, "value": part.Namespace()}}
 	switch fn.DeploymentMode() {
 	case function.PerSeed:
 		// Every shoot of the seed, reached with the access Secrets of its namespace.
-		container["env"] = []any{map[string]any{"name": "MULTI_TENANT", "value": "true"}}
+		env = append(env, map[string]any{"name": "MULTI_TENANT", "value": "true"})
 	case function.SingleTarget:
-		env := []any{map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"}}
+		env = append(env, map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"})
 		for _, name := range slices.Sorted(maps.Keys(fn.TargetInputs)) {
 			env = append(env, map[string]any{"name": name, "valueFrom": map[string]any{
 				"secretKeyRef": map[string]any{"name": TargetSecret(fn), "key": fn.TargetInputs[name]}}})
 		}
-		container["env"] = env
 		container["volumeMounts"] = []any{map[string]any{"name": "target", "mountPath": targetMountPath, "readOnly": true}}
 		podSpec["volumes"] = []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": TargetSecret(fn)}}}
 	}
+	container["env"] = env
 	return svc
 }
 
@@ -103,9 +106,10 @@ func SettingsConfigMap(fn *function.Function) string { return fn.Name + "-settin
 // TargetSecret names the Secret holding the kubeconfig of a function's Target cluster.
 func TargetSecret(fn *function.Function) string { return fn.Name + "-target" }
 
-// DeadLetterService is the Broker's dead-letter sink (sources/deadletter). It reads no API.
-func DeadLetterService() *unstructured.Unstructured {
-	return knativeService(sources.DeadLetter, "sources/deadletter", "")
+// DeadLetterService is the dead-letter sink (sources/deadletter) of the Broker in namespace. It
+// reads no API.
+func DeadLetterService(namespace string) *unstructured.Unstructured {
+	return knativeService(namespace, sources.DeadLetter, "sources/deadletter", "")
 }
 
 // A function pod's scale bounds (docs/deployment.md, "Scale bounds"). Most reconciles make 2 to 6
@@ -127,9 +131,9 @@ const (
 // maxScale is Knative's upper bound of replicas.
 const maxScale = "autoscaling.knative.dev/max-scale"
 
-// knativeService is a cluster-local Knative Service of a main package of this module, as
-// serviceAccount ("" for the namespace's default, without API token).
-func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unstructured {
+// knativeService is a cluster-local Knative Service in namespace of a main package of this module,
+// as serviceAccount ("" for the namespace's default, without API token).
+func knativeService(namespace, name, mainPackage, serviceAccount string) *unstructured.Unstructured {
 	labels := map[string]any{"app.kubernetes.io/part-of": "gardener-knative", "app.kubernetes.io/component": name}
 	podSpec := map[string]any{
 		"containerConcurrency": int64(FunctionContainerConcurrency),
@@ -164,7 +168,7 @@ func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unst
 		"kind":       "Service",
 		"metadata": map[string]any{
 			"name":      name,
-			"namespace": sources.Namespace,
+			"namespace": namespace,
 			"labels": map[string]any{
 				"app.kubernetes.io/part-of":   "gardener-knative",
 				"app.kubernetes.io/component": name,
@@ -184,15 +188,15 @@ func knativeService(name, mainPackage, serviceAccount string) *unstructured.Unst
 	}}
 }
 
-// functionFile renders config/<name>.yaml: the function's RBAC and Knative Service.
-func functionFile(fn *function.Function) (File, error) {
+// functionFile renders config/<part>/<name>.yaml: the function's RBAC and Knative Service.
+func functionFile(fn *function.Function, part function.Part) (File, error) {
 	var buf bytes.Buffer
 	buf.WriteString(Header + "\n")
 	fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, least-privilege RBAC (Function.RBAC) and Knative\n", fn.Name)
 	buf.WriteString("# Service, derived from its declaration (functions/registry.go). Its events reach it through\n")
 	buf.WriteString("# the Broker and its Trigger (eventing.yaml). Settings: docs/configuration.md and\n")
 	fmt.Fprintf(&buf, "# docs/functions/%s.md. Regenerate with `go run ./hack/genconfig`.\n", fn.Name)
-	objs := append(RBACObjects(fn), KnativeService(fn))
+	objs := append(RBACObjects(fn, part), KnativeService(fn, part))
 	for _, obj := range objs {
 		doc, err := Marshal(obj)
 		if err != nil {

@@ -3,6 +3,7 @@ package configgen
 import (
 	"bytes"
 	"fmt"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"regexp"
 
 	"sigs.k8s.io/yaml"
@@ -12,15 +13,19 @@ import (
 // Knative Services), as Knative labels its own releases.
 const VersionLabel = "app.kubernetes.io/version"
 
-// ReleaseParts are the folders of config/ a release ships, each as one file: what `kubectl
-// apply -f` installs in the seed (config/), its scale-to-zero variant and the seed's opt-in
-// registrations. The shoots' registrations are not among them: the enrolment command renders
-// them from its own copy (config/config.go).
-var ReleaseParts = []struct{ Folder, File string }{
-	{".", "gardener-knative.yaml"},
-	{ScaleToZeroDir, "gardener-knative-scale-to-zero.yaml"},
-	{"seed-opt-in", "gardener-knative-seed-opt-in.yaml"},
-}
+// ReleaseParts are the folders of config/ a release ships, each as one file: every part
+// (gardener-knative-<part>.yaml, what `kubectl apply -f` installs where the part belongs), each
+// part's scale-to-zero variant, and the seed's opt-in registrations. The shoots' registrations
+// are not among them: the enrolment command renders them from its own copy (config/config.go).
+var ReleaseParts = func() []struct{ Folder, File string } {
+	var parts []struct{ Folder, File string }
+	for _, p := range function.AllParts {
+		parts = append(parts,
+			struct{ Folder, File string }{string(p), "gardener-knative-" + string(p) + ".yaml"},
+			struct{ Folder, File string }{ScaleToZeroDir + "/" + string(p), "gardener-knative-" + string(p) + "-scale-to-zero.yaml"})
+	}
+	return append(parts, struct{ Folder, File string }{"seed-opt-in", "gardener-knative-seed-opt-in.yaml"})
+}()
 
 var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 

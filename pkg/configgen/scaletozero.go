@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
-	"github.com/gardener-knative/gardener-knative/sources"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
 const (
@@ -31,9 +31,13 @@ const (
 	maxWebhookTimeoutSeconds = 30
 	// directSuffix names the plain Service that reaches a Knative Service's own TLS port.
 	directSuffix = "-tls"
-	// servingNamespace is where our Services run.
-	servingNamespace = sources.Namespace
 )
+
+// ourNamespace says whether namespace is where a part of config/ runs its Services.
+func ourNamespace(namespace string) bool {
+	_, ok := function.PartIn(namespace)
+	return ok
+}
 
 // ownTLS is what a Knative Service adds to serve its own certificate (config/grm-webhooks.yaml):
 // the variant drops it, since no registration reaches it there.
@@ -42,10 +46,18 @@ var ownTLS = map[string]bool{"TLS_PORT": true, "TLS_CERT_FILE": true, "TLS_KEY_F
 const ownTLSVolume = "tls"
 
 // ScaleToZeroFolders are the folders of config/ that have a scale-to-zero variant, each in the same
-// folder under ScaleToZeroDir: config/ itself (the seed's), config/shoot/ and config/shoot-opt-in/
-// (the shoots', which the enrolment renders), kept apart so that `ko apply -f
-// config/scale-to-zero/` never registers a shoot's webhooks in the seed.
-var ScaleToZeroFolders = []string{".", "shoot", "shoot-opt-in"}
+// folder under ScaleToZeroDir: every part's (config/runtime/, config/seed/), and config/shoot/ and
+// config/shoot-opt-in/ (the shoots', which the enrolment renders), kept apart so that a part's
+// variant is applied where the part is, and never registers a shoot's webhooks in the seed.
+var ScaleToZeroFolders = append(partFolders(), "shoot", "shoot-opt-in")
+
+func partFolders() []string {
+	var folders []string
+	for _, p := range function.AllParts {
+		folders = append(folders, string(p))
+	}
+	return folders
+}
 
 // ScaleToZero derives the scale-to-zero variant of the manifests in one folder of configDir:
 // every Knative Service that keeps replicas (min-scale) gets min-scale "0" and serves no TLS of
@@ -156,23 +168,25 @@ func scaleObjectToZero(obj map[string]any) bool {
 		return true
 	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 		webhooks, _ := obj["webhooks"].([]any)
-		throughIngress := false
+		throughIngress := ""
 		for _, w := range webhooks {
 			if m, ok := w.(map[string]any); ok {
 				m["timeoutSeconds"] = maxWebhookTimeoutSeconds
 				clientConfig := nestedMap(m, "clientConfig")
-				throughIngress = viaIngress(clientConfig) || throughIngress
+				if namespace := viaIngress(clientConfig); namespace != "" {
+					throughIngress = namespace
+				}
 				urlViaIngress(clientConfig)
 			}
 		}
-		if throughIngress {
+		if throughIngress != "" {
 			metadata := nestedMap(obj, "metadata")
 			annotations, _ := metadata["annotations"].(map[string]any)
 			if annotations == nil {
 				annotations = map[string]any{}
 				metadata["annotations"] = annotations
 			}
-			annotations[webhookcertificates.AnnotationInjectFromSecret] = servingNamespace + "/" + webhookcertificates.IngressCA
+			annotations[webhookcertificates.AnnotationInjectFromSecret] = throughIngress + "/" + webhookcertificates.IngressCA
 		}
 		return len(webhooks) > 0
 	}
@@ -180,17 +194,18 @@ func scaleObjectToZero(obj map[string]any) bool {
 }
 
 // viaIngress turns a client configuration that names one of our Services' own TLS ports into the
-// URL of the Knative Service behind it, and reports whether it did.
-func viaIngress(clientConfig map[string]any) bool {
+// URL of the Knative Service behind it, and returns the Service's namespace when it did.
+func viaIngress(clientConfig map[string]any) string {
 	service := nestedMap(clientConfig, "service")
 	name, _ := service["name"].(string)
-	if service == nil || service["namespace"] != servingNamespace || !strings.HasSuffix(name, directSuffix) {
-		return false
+	namespace, _ := service["namespace"].(string)
+	if service == nil || !ourNamespace(namespace) || !strings.HasSuffix(name, directSuffix) {
+		return ""
 	}
 	path, _ := service["path"].(string)
 	delete(clientConfig, "service")
-	clientConfig["url"] = "https://" + strings.TrimSuffix(name, directSuffix) + "." + servingNamespace + ".svc.cluster.local" + path
-	return true
+	clientConfig["url"] = "https://" + strings.TrimSuffix(name, directSuffix) + "." + namespace + ".svc.cluster.local" + path
+	return namespace
 }
 
 // urlViaIngress turns a url at one of our Services' own TLS ports into the cluster-local url of
@@ -201,11 +216,12 @@ func urlViaIngress(clientConfig map[string]any) {
 	if err != nil {
 		return
 	}
-	name, ok := strings.CutSuffix(u.Hostname(), directSuffix+"."+servingNamespace+".svc")
-	if !ok {
+	service, namespace, _ := strings.Cut(strings.TrimSuffix(u.Hostname(), ".svc"), ".")
+	name, ok := strings.CutSuffix(service, directSuffix)
+	if !ok || !ourNamespace(namespace) || !strings.HasSuffix(u.Hostname(), ".svc") {
 		return
 	}
-	u.Host = name + "." + servingNamespace + ".svc.cluster.local"
+	u.Host = name + "." + namespace + ".svc.cluster.local"
 	clientConfig["url"] = u.String()
 }
 

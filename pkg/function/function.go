@@ -302,11 +302,15 @@ type Function struct {
 	// with exactly these rules, so a missing rule fails the tests.
 	RBAC []rbacv1.PolicyRule
 	// NamespacedRBAC is what it may do only inside the named namespaces (e.g. read the garden
-	// namespace's pull secrets): a Role and RoleBinding in each, generated and served like RBAC.
+	// namespace's pull secrets; OwnNamespace: its part's own): a Role and RoleBinding in each,
+	// generated and served like RBAC.
 	NamespacedRBAC map[string][]rbacv1.PolicyRule
-	Watches        []Watch
-	Reconcilers    []Reconciler
-	Sweeps         []Sweep
+	// Parts are the parts of config/ that deploy the function, where Gardener runs the component
+	// it stands in for: one, but for what every part needs (the webhook servers' certificates).
+	Parts       []Part
+	Watches     []Watch
+	Reconcilers []Reconciler
+	Sweeps      []Sweep
 	// Deployment is how config/ and the local landscape deploy a function that works on a
 	// Target: SingleTarget (empty: the kubeconfig of the Secret <name>-target, e.g. gardenlet's
 	// seed) or PerSeed (MULTI_TENANT: every shoot of the seed, GRM's functions). The same image
@@ -446,7 +450,15 @@ func (f *Function) Validate() error {
 	for _, msg := range validation.IsDNS1035Label(f.Name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", f.Name, msg))
 	}
+	for i, p := range f.Parts {
+		if err := p.Validate(); err != nil || slices.Contains(f.Parts[:i], p) {
+			errs = append(errs, fmt.Errorf("parts %v: each one of %v, once", f.Parts, AllParts))
+		}
+	}
 	for namespace := range f.NamespacedRBAC {
+		if namespace == OwnNamespace {
+			continue
+		}
 		for _, msg := range validation.IsDNS1123Label(namespace) {
 			errs = append(errs, fmt.Errorf("namespaced RBAC for %q: %s", namespace, msg))
 		}

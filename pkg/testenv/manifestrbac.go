@@ -123,11 +123,11 @@ func (e *Env) ManifestClient(ctx context.Context, file string) (client.Client, e
 	return c, err
 }
 
-// WebhookManifests maps each webhook to the manifest of config/ (a file directly in dir) whose
+// WebhookManifests maps each webhook to the manifest of config/ (a file of a part, dir/<part>/) whose
 // Knative Service serves it: the one whose container's WEBHOOKS lists it. Its ServiceAccount and
 // RBAC (ManifestRBAC) are the webhook server's.
 func WebhookManifests(dir string) (map[string]string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
 	if err != nil {
 		return nil, err
 	}

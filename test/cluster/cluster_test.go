@@ -14,9 +14,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,12 +39,36 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener-knative/gardener-knative/functions"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
-// namespace is where config/ deploys everything.
-const namespace = "gardener-knative"
+// namespace is where the seed part of config/ deploys the resource manager's functions and
+// webhooks; the runtime part's are in function.Runtime.Namespace() (the cluster is the runtime
+// cluster and the seed at once).
+var namespace = function.Seed.Namespace()
+
+// ourNamespaces are the namespaces of every part, the seed's first.
+var ourNamespaces = []string{function.Seed.Namespace(), function.Runtime.Namespace()}
+
+// serviceNamespaces maps our Knative Services' names to their namespaces, once listed.
+var serviceNamespaces sync.Map
+
+// namespaceOf is the namespace of our Knative Service name: the seed's when the seed part has it
+// (webhookcertificates and dead-letter are in both), else the runtime part's.
+func namespaceOf(t *testing.T, name string) string {
+	t.Helper()
+	if ns, ok := serviceNamespaces.Load(name); ok {
+		return ns.(string)
+	}
+	for _, s := range slices.Backward(ourServices(t)) {
+		serviceNamespaces.Store(s.GetName(), s.GetNamespace())
+	}
+	ns, ok := serviceNamespaces.Load(name)
+	require.True(t, ok, "no Knative Service %s in %v", name, ourNamespaces)
+	return ns.(string)
+}
 
 var c client.Client
 
@@ -104,33 +130,45 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 
 var ksvcGVK = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}
 
-// ourServices lists the Knative Services in gardener-knative.
+// ourServices lists the Knative Services of every part, the seed's first.
 func ourServices(t *testing.T) []unstructured.Unstructured {
 	t.Helper()
-	services := &unstructured.UnstructuredList{}
-	services.SetGroupVersionKind(ksvcGVK.GroupVersion().WithKind("ServiceList"))
-	require.NoError(t, c.List(context.Background(), services, client.InNamespace(namespace)))
-	require.NotEmpty(t, services.Items)
-	return services.Items
+	var all []unstructured.Unstructured
+	for _, ns := range ourNamespaces {
+		services := &unstructured.UnstructuredList{}
+		services.SetGroupVersionKind(ksvcGVK.GroupVersion().WithKind("ServiceList"))
+		require.NoError(t, c.List(context.Background(), services, client.InNamespace(ns)))
+		require.NotEmpty(t, services.Items, "no Knative Service in %s", ns)
+		all = append(all, services.Items...)
+	}
+	return all
 }
 
 // Every object config/ deploys for the functions is accepted and reconciled by real Knative: each
 // function's Knative Service, the Broker, the shared sources, each Trigger and PingSource; the
 // webhooks' Services too, and kube-apiserver took their registrations.
 func TestDeployedAndReady(t *testing.T) {
-	objects, err := sources.Objects(functions.All)
-	require.NoError(t, err)
 	type item struct {
 		gvk schema.GroupVersionKind
 		key client.ObjectKey
 	}
 	var items []item
-	for _, fn := range functions.All {
-		items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: namespace, Name: fn.Name}})
+	var objects []client.Object
+	for _, part := range function.AllParts {
+		objs, err := sources.PartObjects(part, functions.All, sources.DefaultPlumbing())
+		require.NoError(t, err)
+		objects = append(objects, objs...)
+		for _, fn := range functions.All {
+			if slices.Contains(fn.Parts, part) {
+				items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: part.Namespace(), Name: fn.Name}})
+			}
+		}
+		items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: part.Namespace(), Name: "dead-letter"}})
 	}
-	for _, name := range []string{"grm-webhooks", "grm-webhooks-best-effort", "grm-node-agent-authorizer", "dead-letter"} {
+	for _, name := range []string{"grm-webhooks", "grm-webhooks-best-effort", "grm-node-agent-authorizer"} {
 		items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: namespace, Name: name}})
 	}
+	items = append(items, item{ksvcGVK, client.ObjectKey{Namespace: function.Runtime.Namespace(), Name: "extension-registration"}})
 	for _, o := range objects {
 		// Knative's kinds report Ready; the ServiceAccounts and RBAC beside them have no status.
 		if gvk := o.GetObjectKind().GroupVersionKind(); strings.HasSuffix(gvk.Group, "knative.dev") {
@@ -147,7 +185,7 @@ func TestDeployedAndReady(t *testing.T) {
 		notReady = nil
 		for _, it := range items {
 			if status, msg := ready(t, it.gvk, it.key); status != "True" {
-				notReady = append(notReady, fmt.Sprintf("%s %s: %s %s", it.gvk.Kind, it.key.Name, status, msg))
+				notReady = append(notReady, fmt.Sprintf("%s %s: %s %s", it.gvk.Kind, it.key, status, msg))
 			}
 		}
 		if len(notReady) == 0 {
@@ -163,15 +201,19 @@ func TestDeployedAndReady(t *testing.T) {
 	t.Logf("%d objects Ready: %d function Services, the webhook and dead-letter Services, and the event plumbing", len(items), len(functions.All))
 }
 
-// logWaitingPods logs the pods of the namespace that are not ready, with what their containers
+// logWaitingPods logs the pods of our namespaces that are not ready, with what their containers
 // wait for, so that a Service that never became Ready says why.
 func logWaitingPods(t *testing.T) {
-	pods := &corev1.PodList{}
-	if err := c.List(context.Background(), pods, client.InNamespace(namespace)); err != nil {
-		t.Logf("listing the pods: %v", err)
-		return
+	var items []corev1.Pod
+	for _, ns := range ourNamespaces {
+		pods := &corev1.PodList{}
+		if err := c.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+			t.Logf("listing the pods: %v", err)
+			return
+		}
+		items = append(items, pods.Items...)
 	}
-	for _, pod := range pods.Items {
+	for _, pod := range items {
 		for _, cs := range pod.Status.ContainerStatuses {
 			if cs.Ready {
 				continue
@@ -191,8 +233,14 @@ func logWaitingPods(t *testing.T) {
 // podsOf counts a Knative Service's pods that are not terminating.
 func podsOf(t *testing.T, service string) int {
 	t.Helper()
+	return podsIn(t, namespaceOf(t, service), service)
+}
+
+// podsIn counts the pods of the Knative Service namespace/service that are not terminating.
+func podsIn(t *testing.T, namespace, service string) int {
+	t.Helper()
 	n := 0
-	for _, p := range allPodsOf(t, service) {
+	for _, p := range allPodsIn(t, namespace, service) {
 		if p.DeletionTimestamp == nil {
 			n++
 		}
@@ -202,6 +250,12 @@ func podsOf(t *testing.T, service string) int {
 
 // allPodsOf lists a Knative Service's pods, terminating ones included.
 func allPodsOf(t *testing.T, service string) []corev1.Pod {
+	t.Helper()
+	return allPodsIn(t, namespaceOf(t, service), service)
+}
+
+// allPodsIn lists the pods of the Knative Service namespace/service, terminating ones included.
+func allPodsIn(t *testing.T, namespace, service string) []corev1.Pod {
 	t.Helper()
 	pods := &corev1.PodList{}
 	require.NoError(t, c.List(context.Background(), pods, client.InNamespace(namespace),
@@ -316,18 +370,21 @@ func TestEventSteadyState(t *testing.T) {
 	require.Equal(t, before, sourceGenerations(t), "the sources' Deployments never change with namespaces")
 }
 
-// sourceGenerations are the generations of the cluster sources' Deployments, by name.
+// sourceGenerations are the generations of the cluster sources' Deployments of every part, by
+// namespace and name.
 func sourceGenerations(t *testing.T) map[string]int64 {
 	t.Helper()
-	deployments := &appsv1.DeploymentList{}
-	require.NoError(t, c.List(context.Background(), deployments, client.InNamespace(namespace)))
 	out := map[string]int64{}
-	for _, d := range deployments.Items {
-		if d.Labels["sources.knative.dev/containerSource"] != "" {
-			out[d.Name] = d.Generation
+	for _, ns := range ourNamespaces {
+		deployments := &appsv1.DeploymentList{}
+		require.NoError(t, c.List(context.Background(), deployments, client.InNamespace(ns)))
+		for _, d := range deployments.Items {
+			if d.Labels["sources.knative.dev/containerSource"] != "" {
+				out[ns+"/"+d.Name] = d.Generation
+			}
 		}
 	}
-	require.Len(t, out, 2, "source-cluster and target-clusters")
+	require.Len(t, out, 3, "the runtime part's source-cluster, the seed's source-cluster and target-clusters")
 	return out
 }
 

@@ -92,7 +92,7 @@ func TestNothingReachableFromOutside(t *testing.T) {
 	services := ourServices(t)
 	refused := 0
 	for _, s := range services {
-		name := s.GetName() + "." + namespace
+		name := s.GetName() + "." + s.GetNamespace()
 		for _, host := range []string{name + "." + externalDomain, name + ".svc.cluster.local", name + ".svc", name} {
 			code, err := getThrough(public, host)
 			require.NoError(t, err, host)
@@ -101,11 +101,15 @@ func TestNothingReachableFromOutside(t *testing.T) {
 		}
 	}
 
-	ingresses := &unstructured.UnstructuredList{}
-	ingresses.SetGroupVersionKind(kingressGVK)
-	require.NoError(t, c.List(ctx, ingresses, client.InNamespace(namespace)))
-	require.Len(t, ingresses.Items, len(services), "one Knative Ingress per Service")
-	for _, ing := range ingresses.Items {
+	var ingressItems []unstructured.Unstructured
+	for _, ns := range ourNamespaces {
+		ingresses := &unstructured.UnstructuredList{}
+		ingresses.SetGroupVersionKind(kingressGVK)
+		require.NoError(t, c.List(ctx, ingresses, client.InNamespace(ns)))
+		ingressItems = append(ingressItems, ingresses.Items...)
+	}
+	require.Len(t, ingressItems, len(services), "one Knative Ingress per Service")
+	for _, ing := range ingressItems {
 		rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
 		require.NotEmpty(t, rules, "Knative Ingress %s", ing.GetName())
 		for _, r := range rules {

@@ -46,11 +46,15 @@ func TestReleaseInstalled(t *testing.T) {
 		}
 	}
 
-	pods := &corev1.PodList{}
-	require.NoError(t, c.List(ctx, pods, client.InNamespace(namespace), client.HasLabels{"serving.knative.dev/service"}))
-	require.NotEmpty(t, pods.Items)
-	for _, p := range pods.Items {
-		require.Equal(t, version, p.Labels[configgen.VersionLabel], "pod %s", p.Name)
+	pods := 0
+	for _, ns := range ourNamespaces {
+		list := &corev1.PodList{}
+		require.NoError(t, c.List(ctx, list, client.InNamespace(ns), client.HasLabels{"serving.knative.dev/service"}))
+		require.NotEmpty(t, list.Items, "no pod of ours in %s", ns)
+		pods += len(list.Items)
+		for _, p := range list.Items {
+			require.Equal(t, version, p.Labels[configgen.VersionLabel], "pod %s/%s", ns, p.Name)
+		}
 	}
 
 	webhookPods := readyPodsOf(t, "grm-webhooks")
@@ -75,5 +79,5 @@ func TestReleaseInstalled(t *testing.T) {
 	secret := &corev1.Secret{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "controllerinstallation-target"}, secret))
 	require.Equal(t, landscape.SeedName, string(secret.Data["seedName"]), "hack/cluster.sh deploy's seed name")
-	t.Logf("%d Knative Services and %d pods of release %s, images by digest under readable names", len(services), len(pods.Items), version)
+	t.Logf("%d Knative Services and %d pods of release %s, images by digest under readable names", len(services), pods, version)
 }

@@ -14,34 +14,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/gardener-knative/gardener-knative/functions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// These run on config/ plus config/scale-to-zero/ (every Service may scale to zero, the webhooks'
+// These run on every part of config/ plus its variant in config/scale-to-zero/ (every Service may scale to zero, the webhooks'
 // timeouts raised to 30 s): hack/e2e-cluster.sh deploys that variant before it runs them.
-
-// knativeServices are the Services config/ deploys: every function, the webhooks, the dead-letter sink.
-func knativeServices() []string {
-	var names []string
-	for _, fn := range functions.All {
-		names = append(names, fn.Name)
-	}
-	return append(names, "grm-webhooks", "grm-webhooks-best-effort", "grm-node-agent-authorizer", "dead-letter")
-}
 
 // After idling, every function and webhook Service is seen at zero pods. Functions whose sweeps
 // tick every minute wake for each tick and scale down again in between, so each Service is
 // watched for a window rather than all at one instant.
 func TestScaleToZero(t *testing.T) {
-	waiting := map[string]bool{}
-	for _, s := range knativeServices() {
-		waiting[s] = true
+	waiting := map[client.ObjectKey]bool{}
+	for _, s := range ourServices(t) {
+		waiting[client.ObjectKeyFromObject(&s)] = true
 	}
 	deadline := time.Now().Add(4 * time.Minute)
 	for len(waiting) > 0 && time.Now().Before(deadline) {
 		for s := range waiting {
-			if podsOf(t, s) == 0 {
+			if podsIn(t, s.Namespace, s.Name) == 0 {
 				delete(waiting, s)
 			}
 		}
@@ -49,7 +39,7 @@ func TestScaleToZero(t *testing.T) {
 	}
 	var never []string
 	for s := range waiting {
-		never = append(never, s)
+		never = append(never, s.String())
 	}
 	sort.Strings(never)
 	require.Empty(t, never, "never seen at zero pods within 4 minutes")

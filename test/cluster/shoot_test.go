@@ -352,7 +352,7 @@ func editRevertedBy(ctx context.Context, t *testing.T, s *shoot, attempt int) (t
 func logPodsSince(t *testing.T, since time.Time, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		files, _ := filepath.Glob(filepath.Join(os.Getenv("CLUSTER_DIR"), "pod-logs", namespace+"_"+name+"-*", "*", "*.log"))
+		files, _ := filepath.Glob(filepath.Join(os.Getenv("CLUSTER_DIR"), "pod-logs", namespaceOf(t, name)+"_"+name+"-*", "*", "*.log"))
 		for _, file := range files {
 			data, err := os.ReadFile(file)
 			if err != nil {

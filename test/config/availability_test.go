@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
 const (
@@ -197,20 +198,23 @@ func TestDirectServicesReachTheServersOwnTLS(t *testing.T) {
 func TestFailClosedWebhooksSurviveAPodsLoss(t *testing.T) {
 	services := map[string]*unstructured.Unstructured{}
 	budgets := map[string]*unstructured.Unstructured{}
-	priorityClasses := map[string]bool{}
+	priorityClasses := map[string]bool{} // by part and name: each part applies alone
+	partOf := map[string]string{}
 	for _, m := range manifests(t) {
-		if filepath.Dir(m.file) != "." {
-			continue // what ko apply -f config/ deploys
+		part := filepath.Dir(m.file)
+		if function.Part(part).Validate() != nil {
+			continue // what ko apply -f config/<part>/ deploys
 		}
 		for _, u := range m.objs {
 			switch {
 			case isKnativeService(u):
 				services[u.GetName()] = u
+				partOf[u.GetName()] = part
 			case u.GetKind() == "PodDisruptionBudget":
 				selected, _, _ := unstructured.NestedString(u.Object, "spec", "selector", "matchLabels", knativeServiceLabel)
 				budgets[selected] = u
 			case u.GetKind() == "PriorityClass":
-				priorityClasses[u.GetName()] = true
+				priorityClasses[part+"/"+u.GetName()] = true
 			}
 		}
 	}
@@ -226,8 +230,8 @@ func TestFailClosedWebhooksSurviveAPodsLoss(t *testing.T) {
 			t.Errorf("%s (fail-closed: %s): min-scale %d, want at least 2", name, why[0], minScale)
 		}
 		podSpec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec")
-		if class, _ := podSpec["priorityClassName"].(string); !priorityClasses[class] {
-			t.Errorf("%s: priorityClassName %q is no PriorityClass of config/", name, class)
+		if class, _ := podSpec["priorityClassName"].(string); !priorityClasses[partOf[name]+"/"+class] {
+			t.Errorf("%s: priorityClassName %q is no PriorityClass of config/%s", name, class, partOf[name])
 		}
 		spreadByNode := false
 		constraints, _ := podSpec["topologySpreadConstraints"].([]any)

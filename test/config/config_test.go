@@ -38,6 +38,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
@@ -167,15 +168,17 @@ func goOutput(dir string, extraEnv []string, args ...string) (string, error) {
 
 // The generated files are what the generator makes of the registry today.
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
-	files, err := configgen.Generate(functions.All, sources.DefaultPlumbing())
-	require.NoError(t, err)
-	problems, err := configgen.Diff(configDir, files)
-	require.NoError(t, err)
-	for _, p := range problems {
-		t.Errorf("config/%s: run `go run ./hack/genconfig` to regenerate config/ from the registry", p)
+	for _, part := range function.AllParts {
+		files, err := configgen.Generate(part, functions.All, sources.DefaultPlumbing())
+		require.NoError(t, err)
+		problems, err := configgen.Diff(filepath.Join(configDir, string(part)), files)
+		require.NoError(t, err)
+		for _, p := range problems {
+			t.Errorf("config/%s/%s: run `go run ./hack/genconfig` to regenerate config/ from the registry", part, p)
+		}
 	}
 
-	problems, err = configgen.Diff(filepath.Join(repoRoot, "docs", "functions"), []configgen.File{configgen.FunctionsIndex(functions.All)})
+	problems, err := configgen.Diff(filepath.Join(repoRoot, "docs", "functions"), []configgen.File{configgen.FunctionsIndex(functions.All)})
 	require.NoError(t, err)
 	for _, p := range problems {
 		t.Errorf("docs/functions/%s: run `go run ./hack/genconfig` to regenerate the functions table", p)
@@ -199,12 +202,13 @@ type manifest struct {
 	objs []*unstructured.Unstructured
 }
 
-// manifests decodes every YAML file of config/ (flat: ko and kubectl read no subfolders) and
-// of its subfolders (what operators apply elsewhere, e.g. config/shoot/ into shoots).
+// manifests decodes every YAML file of config/'s folders: its parts, each applied where it
+// belongs (ko and kubectl read no subfolders), and what operators apply elsewhere (config/shoot/
+// into shoots, the scale-to-zero variants).
 func manifests(t *testing.T) []manifest {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"*.yaml", "*.yml", "*/*.yaml", "*/*.yml"} {
+	for _, pattern := range []string{"*.yaml", "*.yml", "*/*.yaml", "*/*.yml", "*/*/*.yaml", "*/*/*.yml"} {
 		more, err := filepath.Glob(filepath.Join(configDir, pattern))
 		require.NoError(t, err)
 		files = append(files, more...)
@@ -358,7 +362,7 @@ var koReference = regexp.MustCompile(`ko://[^\s"'#]+`)
 func TestKoReferencesNameMainPackages(t *testing.T) {
 	modulePath, err := goOutput(repoRoot, nil, "list", "-m", "-f", "{{.Path}}")
 	require.NoError(t, err)
-	files, err := filepath.Glob(filepath.Join(configDir, "*.y*ml"))
+	files, err := filepath.Glob(filepath.Join(configDir, "*", "*.y*ml"))
 	require.NoError(t, err)
 	found := 0
 	for _, file := range files {
@@ -401,15 +405,21 @@ func TestEveryTriggerHasItsServices(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, triggers, len(functions.All), "one Trigger per function")
-	require.Len(t, brokers, 1, "one Broker")
+	deployments := 0
+	for _, fn := range functions.All {
+		deployments += len(fn.Parts)
+	}
+	require.Len(t, triggers, deployments, "one Trigger per function and part that deploys it")
+	require.Len(t, brokers, len(function.AllParts), "one Broker per part")
 	refersTo := func(what string, u *unstructured.Unstructured, path ...string) {
 		name, _, _ := unstructured.NestedString(u.Object, path...)
 		if !services[u.GetNamespace()+"/"+name] {
 			t.Errorf("%s %s: %s names Service %s/%s, which config/ does not deploy", what, u.GetName(), strings.Join(path, "."), u.GetNamespace(), name)
 		}
 	}
-	refersTo("Broker", brokers[0], "spec", "delivery", "deadLetterSink", "ref", "name")
+	for _, broker := range brokers {
+		refersTo("Broker", broker, "spec", "delivery", "deadLetterSink", "ref", "name")
+	}
 	for _, tr := range triggers {
 		refersTo("Trigger", tr, "spec", "subscriber", "ref", "name")
 		if _, has, _ := unstructured.NestedMap(tr.Object, "spec", "delivery"); has {

@@ -20,7 +20,9 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"io"
+	"io/fs"
 	"log"
 	"net/http"
 	"net/http/httptest"
@@ -98,10 +100,12 @@ func TestKoResolvesConfig(t *testing.T) {
 	reg := startRegistry(t)
 	base := pushBase(t, reg, cfg.DefaultPlatforms)
 
-	// What `ko apply -f config/` reads (the folder, not its subfolders), and each subfolder that
-	// holds ko:// images (applied beside it, e.g. `-f config/scale-to-zero/`).
+	// What `ko apply -f config/<part>/` reads for each part (the folder, not its subfolders), and
+	// each other folder that holds ko:// images (e.g. `-f config/scale-to-zero/seed/`).
 	dirs := koDirs(t)
-	require.Equal(t, "config", dirs[0])
+	for _, part := range function.AllParts {
+		require.Contains(t, dirs, "config/"+string(part))
+	}
 	var unresolved []object
 	wantImages := map[string]bool{}
 	for _, dir := range dirs {
@@ -268,27 +272,31 @@ func pushBase(t *testing.T, reg *testRegistry, platforms []string) baseImage {
 	return base
 }
 
-// koDirs is config and each of its subfolders that holds a ko:// reference.
+// koDirs are the folders under config/ that hold a ko:// reference, in name order.
 func koDirs(t *testing.T) []string {
 	t.Helper()
-	dirs := []string{"config"}
-	entries, err := os.ReadDir(filepath.Join(repoRoot, "config"))
-	require.NoError(t, err)
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+	var dirs []string
+	require.NoError(t, filepath.WalkDir(filepath.Join(repoRoot, "config"), func(path string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return err
 		}
-		dir := "config/" + e.Name()
-		files := koFiles(t, dir)
-		for _, f := range files {
+		rel, err := filepath.Rel(repoRoot, path)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(rel)
+		for _, f := range koFiles(t, dir) {
 			data, err := os.ReadFile(filepath.Join(repoRoot, f))
-			require.NoError(t, err)
+			if err != nil {
+				return err
+			}
 			if koReference.Match(data) {
 				dirs = append(dirs, dir)
 				break
 			}
 		}
-	}
+		return nil
+	}))
 	return dirs
 }
 

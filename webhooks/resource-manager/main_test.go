@@ -31,7 +31,7 @@ import (
 // server knows, with the component configuration config/ ships; every webhook is served by
 // some Service; and every registration (seed and shoot) names a Service that serves its path.
 func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
-	objs := decode(t, "../../config/*.yaml", "../../config/shoot/*.yaml")
+	objs := decode(t, "../../config/*/*.yaml")
 
 	var rmConfig string
 	for _, o := range objs {

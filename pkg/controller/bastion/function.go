@@ -36,6 +36,7 @@ func (c *Config) FromControllerManager(cm *cmv1alpha1.ControllerManagerConfigura
 // and a resync sweep every minute that catches expirations, lifetimes and missed events.
 var Function = &function.Function{
 	Name:   "bastion",
+	Parts:  []function.Part{function.Runtime},
 	Config: &Config{},
 	// It reads Bastions (GETs, the Shoot→Bastions LIST and the resync sweep) and Shoots (GETs
 	// only) and deletes Bastions; it never writes Shoots.

@@ -28,8 +28,9 @@ const ResyncSweep = "resync"
 
 // Function is GCM's CertificateSigningRequest controller ("csr-autoapprove").
 var Function = &function.Function{
-	Name: "certificatesigningrequest",
-	RBAC: RBAC,
+	Name:  "certificatesigningrequest",
+	Parts: []function.Part{function.Runtime},
+	RBAC:  RBAC,
 	Reconcilers: []function.Reconciler{{
 		Name: "main",
 		For:  kinds.CertificateSigningRequest,

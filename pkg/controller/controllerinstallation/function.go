@@ -62,6 +62,7 @@ var core = gardencorev1beta1.SchemeGroupVersion.Group
 // controller, as a sweep every minute.
 var Function = &function.Function{
 	Name:   "controllerinstallation",
+	Parts:  []function.Part{function.Seed},
 	Config: &Config{},
 	// The seed's name comes with its kubeconfig, in the Secret controllerinstallation-target.
 	TargetInputs: map[string]string{"SEED_NAME": "seedName"},

@@ -50,6 +50,7 @@ const approvalSubresource = "approval"
 // Function is GRM's CertificateSigningRequest approver.
 var Function = &function.Function{
 	Name:       "csrapprover",
+	Parts:      []function.Part{function.Seed},
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{

@@ -45,6 +45,7 @@ const TTLSweep = "ttl"
 // ones, so an Event lives at most ttlNonShootEvents plus five minutes.
 var Function = &function.Function{
 	Name:   "event",
+	Parts:  []function.Part{function.Runtime},
 	Config: &Config{},
 	// It lists Events (in full: involvedObject and the timestamps are in the body) and deletes
 	// the expired ones; a Get during the sweep is answered from the page.

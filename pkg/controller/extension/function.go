@@ -16,8 +16,9 @@ import (
 
 // Function is gardener-operator's Extension controllers.
 var Function = &function.Function{
-	Name: "extension",
-	RBAC: function.JoinRules(registration.RBAC, requiredruntime.RBAC, virtual.RBAC),
+	Name:  "extension",
+	Parts: []function.Part{function.Runtime},
+	RBAC:  function.JoinRules(registration.RBAC, requiredruntime.RBAC, virtual.RBAC),
 	Reconcilers: []function.Reconciler{
 		{Name: registration.ReconcilerName, For: kinds.Extension, New: registration.New},
 		{Name: requiredruntime.ReconcilerName, For: kinds.Extension, New: requiredruntime.New},

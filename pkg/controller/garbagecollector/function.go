@@ -77,6 +77,7 @@ var referencing = []function.List{
 // metadata only (a constant number of LISTs per target, then a DELETE per collected object).
 var Function = &function.Function{
 	Name:       "garbagecollector",
+	Parts:      []function.Part{function.Seed},
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{

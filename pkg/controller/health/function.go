@@ -75,6 +75,7 @@ var Function = newFunction()
 func newFunction() *function.Function {
 	fn := &function.Function{
 		Name:       "health",
+		Parts:      []function.Part{function.Seed},
 		Config:     &Config{},
 		Deployment: function.PerSeed,
 		RBAC: []rbacv1.PolicyRule{

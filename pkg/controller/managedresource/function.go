@@ -63,6 +63,7 @@ var Function = newFunction()
 func newFunction() *function.Function {
 	fn := &function.Function{
 		Name:       "managedresource",
+		Parts:      []function.Part{function.Seed},
 		Config:     &Config{},
 		Deployment: function.PerSeed,
 		RBAC: []rbacv1.PolicyRule{

@@ -62,6 +62,7 @@ var RBAC = []rbacv1.PolicyRule{
 // Function is GCM's ManagedSeedSet controller.
 var Function = &function.Function{
 	Name:   "managedseedset",
+	Parts:  []function.Part{function.Runtime},
 	Config: &Config{},
 	RBAC:   RBAC,
 	Reconcilers: []function.Reconciler{{

@@ -65,6 +65,7 @@ func off(config any) bool { return !config.(*Config).Enabled }
 // Function is GRM's NetworkPolicy controller.
 var Function = &function.Function{
 	Name:   "networkpolicy",
+	Parts:  []function.Part{function.Seed},
 	Config: &Config{},
 	RBAC: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list"}},

@@ -78,6 +78,7 @@ const kubeSystem = "kubernetes.io/metadata.name=" + metav1.NamespaceSystem
 // Function is GRM's Node controller.
 var Function = &function.Function{
 	Name:       "node",
+	Parts:      []function.Part{function.Seed},
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{

@@ -43,6 +43,7 @@ const (
 // Function is GCM's Project controller.
 var Function = &function.Function{
 	Name:   "project",
+	Parts:  []function.Part{function.Runtime},
 	Config: &Config{},
 	RBAC:   function.JoinRules(projectmain.RBAC, stale.RBAC, activity.RBAC),
 	Reconcilers: []function.Reconciler{

@@ -79,6 +79,7 @@ func (c *Config) Validate() error {
 // Function is GCM's Seed controller.
 var Function = &function.Function{
 	Name:   "seed",
+	Parts:  []function.Part{function.Runtime},
 	Config: &Config{},
 	RBAC:   function.JoinRules(secrets.RBAC, backupbucketscheck.RBAC, extensionscheck.RBAC, lifecycle.RBAC),
 	Reconcilers: []function.Reconciler{

@@ -36,6 +36,7 @@ import (
 // Function keeps the shoots' registrations trusting the seed's webhook servers.
 var Function = &function.Function{
 	Name:       "shootcabundle",
+	Parts:      []function.Part{function.Seed},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{
 		// Each tenant's access Secrets in its namespace.

@@ -22,7 +22,8 @@ const Name = "finalizer"
 
 // Function is GCM's ShootState finalizer controller.
 var Function = &function.Function{
-	Name: "shootstate",
+	Name:  "shootstate",
+	Parts: []function.Part{function.Runtime},
 	// It reads the metadata of ShootStates (never their state data) and patches their
 	// finalizers, and reads Shoots.
 	RBAC: []rbacv1.PolicyRule{

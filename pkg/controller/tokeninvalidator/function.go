@@ -45,6 +45,7 @@ func (c *Config) FromResourceManager(rm *componentconfig.ResourceManagerFile) {
 // Function is GRM's TokenInvalidator controller.
 var Function = &function.Function{
 	Name:       "tokeninvalidator",
+	Parts:      []function.Part{function.Seed},
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{

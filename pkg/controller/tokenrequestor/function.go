@@ -49,6 +49,7 @@ const purpose = resourcesv1alpha1.ResourceManagerPurpose + "=" + resourcesv1alph
 // Function is GRM's TokenRequestor controller.
 var Function = &function.Function{
 	Name:       "tokenrequestor",
+	Parts:      []function.Part{function.Seed},
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{

@@ -23,6 +23,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +40,6 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
-	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 const (
@@ -54,8 +55,13 @@ const (
 	LabelServingCertificate = "gardener-knative.io/serving-certificate"
 )
 
-// Config is when certificates are issued, rotated and promoted.
+// Config is when certificates are issued, rotated and promoted, and where.
 type Config struct {
+	// Namespace is the namespace of the part of config/ this instance serves (each part that runs
+	// webhook servers deploys one): it issues certificates for that namespace's Services and
+	// injects bundles into the registrations served from there; another part's registrations are
+	// left to that part's instance.
+	Namespace string `envconfig:"GARDENER_KNATIVE_NAMESPACE" default:"gardener-knative"`
 	// Validity of a CA and its serving certificate (Gardener's webhook CA: 30 days).
 	Validity time.Duration `envconfig:"CERTIFICATE_VALIDITY" default:"720h"`
 	// PromotionDelay is the least time a new CA is trusted before its certificate is served.
@@ -72,7 +78,10 @@ const (
 
 // Function is the webhook certificate reconciler.
 var Function = &function.Function{
-	Name:   "webhookcertificates",
+	Name: "webhookcertificates",
+	// The seed's first: its namespace is the default one (Config.Namespace) and the one its
+	// tests serve it in.
+	Parts:  []function.Part{function.Seed, function.Runtime},
 	Config: &Config{},
 	RBAC: []rbacv1.PolicyRule{{
 		APIGroups: []string{admissionregistrationv1.GroupName},
@@ -84,7 +93,7 @@ var Function = &function.Function{
 	}},
 	// The certificates' Secrets, and the inputs a registration may name, in our namespace only.
 	NamespacedRBAC: map[string][]rbacv1.PolicyRule{
-		sources.Namespace: {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "patch"}}},
+		function.OwnNamespace: {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "patch"}}},
 	},
 	Reconcilers: []function.Reconciler{
 		{Name: Mutating, For: kinds.MutatingWebhookConfiguration, New: newReconciler(mutating)},
@@ -219,6 +228,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if obj.GetLabels()["app.kubernetes.io/part-of"] != "gardener-knative" {
 		return nil
 	}
+	served, err := r.servedHere(obj)
+	if err != nil || !served {
+		return err
+	}
 	for pass := 0; pass < 2; pass++ {
 		patched, err := r.inject(ctx, req, obj)
 		if err != nil || !patched {
@@ -226,6 +239,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 		}
 	}
 	return nil
+}
+
+// servedHere says whether the registration's webhooks are served from this instance's namespace:
+// false for another part's (its instance's), terminal for webhooks of a namespace of no part or of
+// several namespaces, whose Secrets would be read or written where this function has no business
+// (and no RBAC).
+func (r *Reconciler) servedHere(obj client.Object) (bool, error) {
+	namespaces := map[string]bool{}
+	for _, cc := range r.Kind.configs(obj) {
+		if src, ok := sourceOf(obj, cc); ok {
+			namespaces[src.secret.Namespace] = true
+		}
+	}
+	if len(namespaces) > 1 {
+		return false, function.Terminal(fmt.Errorf("%s %s: its webhooks are served from the namespaces %v, so it gets no bundle here", r.Kind.name, obj.GetName(), slices.Sorted(maps.Keys(namespaces))))
+	}
+	for namespace := range namespaces {
+		if namespace == r.Config.Namespace {
+			return true, nil
+		}
+		if _, ours := function.PartIn(namespace); ours {
+			return false, nil
+		}
+		return false, function.Terminal(fmt.Errorf("%s %s: its webhooks are served from %s, not %s, so it gets no bundle here", r.Kind.name, obj.GetName(), namespace, r.Config.Namespace))
+	}
+	// No webhook has a source: nothing to inject.
+	return false, nil
 }
 
 // inject takes each source of the registration's webhooks one step and writes their bundles into
@@ -239,10 +279,6 @@ func (r *Reconciler) inject(ctx context.Context, req function.Request, obj clien
 		}
 		if _, done := bundles[src]; done {
 			continue
-		}
-		if src.issued && src.secret.Namespace != sources.Namespace {
-			// Its Secret would be written where this function has no business (and no RBAC).
-			return false, function.Terminal(fmt.Errorf("%s %s: the Service %s is not of %s, so it gets no certificate here", r.Kind.name, obj.GetName(), src.secret, sources.Namespace))
 		}
 		var err error
 		if src.issued {
@@ -412,6 +448,10 @@ func (r *Reconciler) trusted(ctx context.Context, key function.Key, pending *x50
 				}
 			}
 		}
+	}
+	if r.Config.Namespace != function.Seed.Namespace() {
+		// The shoots trust the seed part's servers alone (shootcabundle).
+		return true, nil
 	}
 	tn, err := r.untrustingTenant(ctx, key, bundle)
 	if err != nil {

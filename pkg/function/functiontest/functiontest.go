@@ -188,7 +188,7 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 // as config/ declares them.
 func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 	t.Helper()
-	require.NoError(t, env.ApplyRBAC(context.Background(), configgen.RBACObjects(fn)))
+	require.NoError(t, env.ApplyRBAC(context.Background(), configgen.RBACObjects(fn, fn.HomePart())))
 }
 
 // Post sends event over HTTP in binary mode and returns the status code and body.

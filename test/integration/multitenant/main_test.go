@@ -178,7 +178,7 @@ func startServer(ctx context.Context) (<-chan error, error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	// The servers read the seed as their ServiceAccount with exactly config/'s RBAC.
-	seedReader, err := seed.ManifestClient(ctx, "../../../config/grm-webhooks.yaml")
+	seedReader, err := seed.ManifestClient(ctx, "../../../config/seed/grm-webhooks.yaml")
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
@@ -174,4 +177,33 @@ func TestConcurrentFirstIssuesOnce(t *testing.T) {
 	for _, b := range append(bundles(t, m), bundles(t, v)...) {
 		assert.True(t, webhookcertificates.Verifies(b, cert, host(service), start))
 	}
+}
+
+// Each part of config/ runs its own instance, in one cluster when the runtime cluster is a seed:
+// an instance leaves the registrations served from another part's namespace to that part's
+// instance (no Secret, no patch, nothing counted), and refuses, terminally and counted, one whose
+// webhooks are served from a namespace of no part, where it has no business.
+func TestServesOnlyItsPartsRegistrations(t *testing.T) {
+	f := newHarness(t)
+	otherPart := mutatingFor(t, "certs-other-part", "other-tls", nil)
+	otherPart.Webhooks[0].ClientConfig.Service.Namespace = function.Runtime.Namespace()
+	otherPart.Webhooks[1].ClientConfig.Service.Namespace = function.Runtime.Namespace()
+	require.NoError(t, env.Client.Update(context.Background(), otherPart))
+
+	requests := f.Measure(func() { f.Send("add", otherPart) })
+	assert.Equal(t, map[string]int{"get": 1}, requests, "the registration's read, then nothing")
+	assert.Equal(t, [][]byte{nil, nil}, bundles(t, otherPart))
+	for _, part := range function.AllParts {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: part.Namespace(), Name: "other-tls"}, &corev1.Secret{})
+		assert.True(t, apierrors.IsNotFound(err), "no certificate issued in %s: %v", part.Namespace(), err)
+	}
+	assert.Zero(t, f.Metric("gardener_knative_events_terminal_total", nil), "another part's is no failure")
+
+	foreign := mutatingFor(t, "certs-foreign", "foreign-tls", nil)
+	foreign.Webhooks[0].ClientConfig.Service.Namespace = "default"
+	foreign.Webhooks[1].ClientConfig.Service.Namespace = "default"
+	require.NoError(t, env.Client.Update(context.Background(), foreign))
+	f.Send("add", foreign)
+	assert.Equal(t, [][]byte{nil, nil}, bundles(t, foreign))
+	assert.Equal(t, 1.0, f.Metric("gardener_knative_events_terminal_total", nil), "a namespace of no part is refused, counted")
 }

@@ -106,7 +106,7 @@ func probeHighAvailabilityConfig(namespace string, labels map[string]string) fun
 func TestHighAvailabilityConfigReplicas(t *testing.T) {
 	ctx := context.Background()
 	unset := haNamespace(t, true, nil)
-	installRegistration(t, "webhook-high-availability-config.yaml", "-seed", probeHighAvailabilityConfig(unset, componentType("server")))
+	installRegistration(t, "seed/webhook-high-availability-config.yaml", "-seed", probeHighAvailabilityConfig(unset, componentType("server")))
 	empty := haNamespace(t, true, map[string]string{resourcesv1alpha1.HighAvailabilityConfigFailureToleranceType: ""})
 	zone := haNamespace(t, true, map[string]string{resourcesv1alpha1.HighAvailabilityConfigFailureToleranceType: "zone"})
 	notConsidered := haNamespace(t, false, nil)
@@ -225,7 +225,7 @@ func TestHighAvailabilityConfigScheduling(t *testing.T) {
 		resourcesv1alpha1.HighAvailabilityConfigZones:                "zone-c,zone-a,zone-b",
 	}
 	namespace := haNamespace(t, true, zones)
-	installRegistration(t, "webhook-high-availability-config.yaml", "-seed", probeHighAvailabilityConfig(namespace, componentType("server")))
+	installRegistration(t, "seed/webhook-high-availability-config.yaml", "-seed", probeHighAvailabilityConfig(namespace, componentType("server")))
 
 	pinned := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
@@ -192,11 +193,14 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 	if err != nil {
 		return err
 	}
-	seedFiles, err := filepath.Glob("../../../config/*.yaml")
-	if err != nil {
-		return err
+	files := shootFiles
+	for _, part := range function.AllParts {
+		partFiles, err := filepath.Glob("../../../config/" + string(part) + "/*.yaml")
+		if err != nil {
+			return err
+		}
+		files = append(files, partFiles...)
 	}
-	files := append(shootFiles, seedFiles...)
 	seen := map[string]bool{}
 	first := func(name string) bool {
 		if seen[name] {

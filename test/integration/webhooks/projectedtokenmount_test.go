@@ -177,7 +177,7 @@ func TestProjectedTokenMountInShoot(t *testing.T) {
 func TestProjectedTokenMountInSeed(t *testing.T) {
 	ns := targetNamespace(t, map[string]string{v1beta1constants.GardenRole: "test"})
 	noAutomount := tokenServiceAccount(t, ns, ptrTo(false))
-	installRegistration(t, "webhook-projected-token-mount.yaml", "-seed", probeProjectedTokenMount(ns, noAutomount))
+	installRegistration(t, "seed/webhook-projected-token-mount.yaml", "-seed", probeProjectedTokenMount(ns, noAutomount))
 
 	p := tokenPod(ns, noAutomount, nil)
 	createTokenPod(t, p)

@@ -158,7 +158,7 @@ func TestVPAInPlaceUpdatesInSeed(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return target.Client.Create(context.Background(), vpa(namespace, nil, nil), client.DryRunAll) == nil
 	}, 30*time.Second, 100*time.Millisecond, "VerticalPodAutoscalers are never served")
-	installRegistration(t, "webhook-vpa-in-place-updates.yaml", "-seed", probeVPA(namespace))
+	installRegistration(t, "seed/webhook-vpa-in-place-updates.yaml", "-seed", probeVPA(namespace))
 	checkVPAInPlaceUpdates(t, namespace)
 
 	t.Run("namespaces not Gardener's", func(t *testing.T) {

@@ -3,6 +3,7 @@ package sources_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -161,33 +162,47 @@ func TestInvalidDeclarationsAreRefused(t *testing.T) {
 // The registry's functions produce valid plumbing: the Triggers and sources pass Knative's own
 // validation (checked inside Objects).
 func TestRegistry(t *testing.T) {
-	objs, err := sources.Objects(functions.All)
-	require.NoError(t, err)
-	assert.Empty(t, byKind[*sourcesv1.ApiServerSource](objs))
-	containers := byKind[*sourcesv1.ContainerSource](objs)
-	require.Len(t, containers, 2, "one pod for the garden, one for every tenant of the seed, however many functions")
-	assert.Len(t, byKind[*eventingv1.Trigger](objs), len(functions.All))
-	// What one ApiServerSource per function, as before, would cost: an adapter each and a watch
-	// per function and kind. The figures go into docs/deployment.md.
-	perFunctionWatches, watches := 0, 0
-	for _, fn := range functions.All {
-		perFunctionWatches += len(fn.WatchedKinds(function.Source))
-	}
-	for _, cs := range containers {
-		if cs.Name != sources.SourceName(function.Source) {
-			continue
-		}
-		env := containerEnv(cs)
-		for _, key := range []string{"K_SOURCE_CONFIG", "K_REFERENCES_CONFIG"} {
-			var cfg struct{ Resources []json.RawMessage }
-			if env[key] != "" {
-				require.NoError(t, json.Unmarshal([]byte(env[key]), &cfg))
+	for _, part := range function.AllParts {
+		objs, err := sources.PartObjects(part, functions.All, sources.DefaultPlumbing())
+		require.NoError(t, err)
+		assert.Empty(t, byKind[*sourcesv1.ApiServerSource](objs))
+		var deployed []*function.Function
+		perSeed := false
+		for _, fn := range functions.All {
+			if slices.Contains(fn.Parts, part) {
+				deployed = append(deployed, fn)
+				perSeed = perSeed || fn.DeploymentMode() == function.PerSeed
 			}
-			watches += len(cfg.Resources)
 		}
+		containers := byKind[*sourcesv1.ContainerSource](objs)
+		want := 1 // the cluster the part runs in, however many functions
+		if perSeed {
+			want++ // every tenant of the seed
+		}
+		require.Len(t, containers, want, "%s part", part)
+		assert.Len(t, byKind[*eventingv1.Trigger](objs), len(deployed), "%s part: a Trigger per function", part)
+		// What one ApiServerSource per function, as before, would cost: an adapter each and a watch
+		// per function and kind. The figures go into docs/deployment.md.
+		perFunctionWatches, watches := 0, 0
+		for _, fn := range deployed {
+			perFunctionWatches += len(fn.WatchedKinds(function.Source))
+		}
+		for _, cs := range containers {
+			if cs.Name != sources.SourceName(function.Source) {
+				continue
+			}
+			env := containerEnv(cs)
+			for _, key := range []string{"K_SOURCE_CONFIG", "K_REFERENCES_CONFIG"} {
+				var cfg struct{ Resources []json.RawMessage }
+				if env[key] != "" {
+					require.NoError(t, json.Unmarshal([]byte(env[key]), &cfg))
+				}
+				watches += len(cfg.Resources)
+			}
+		}
+		t.Logf("%s part, %d functions: 1 source pod and %d watch streams on its cluster; one source per function would be %d adapters and %d watch streams",
+			part, len(deployed), watches, len(deployed), perFunctionWatches)
 	}
-	t.Logf("%d functions: 1 source pod and %d watch streams on the garden; one source per function would be %d adapters and %d watch streams",
-		len(functions.All), watches, len(functions.All), perFunctionWatches)
 }
 
 // withTargetWatch adds a watch of kind on the Target cluster to fn.

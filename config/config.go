@@ -1,5 +1,5 @@
 // Package config holds, for the project's commands, the manifests of config/ that are applied
-// per shoot rather than by `ko apply -f config/`: the templates of each shoot's webhook
+// per shoot rather than by `ko apply -f config/<part>/`: the templates of each shoot's webhook
 // registrations (shoot/, shoot-opt-in/ and their scale-to-zero variant) and of its
 // kube-apiserver's authorization webhook kubeconfig. pkg/enrolment renders them for one tenant.
 // (ko and kubectl read only the YAML files of this folder.)

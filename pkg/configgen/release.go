@@ -3,10 +3,11 @@ package configgen
 import (
 	"bytes"
 	"fmt"
-	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"regexp"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
 // VersionLabel carries a release's version on every object it ships (and on the pods of its
@@ -17,15 +18,18 @@ const VersionLabel = "app.kubernetes.io/version"
 // (gardener-knative-<part>.yaml, what `kubectl apply -f` installs where the part belongs), each
 // part's scale-to-zero variant, and the seed's opt-in registrations. The shoots' registrations
 // are not among them: the enrolment command renders them from its own copy (config/config.go).
-var ReleaseParts = func() []struct{ Folder, File string } {
-	var parts []struct{ Folder, File string }
+var ReleaseParts = func() []ReleasePart {
+	var parts []ReleasePart
 	for _, p := range function.AllParts {
 		parts = append(parts,
-			struct{ Folder, File string }{string(p), "gardener-knative-" + string(p) + ".yaml"},
-			struct{ Folder, File string }{ScaleToZeroDir + "/" + string(p), "gardener-knative-" + string(p) + "-scale-to-zero.yaml"})
+			ReleasePart{Folder: string(p), File: "gardener-knative-" + string(p) + ".yaml"},
+			ReleasePart{Folder: ScaleToZeroDir + "/" + string(p), File: "gardener-knative-" + string(p) + "-scale-to-zero.yaml"})
 	}
-	return append(parts, struct{ Folder, File string }{"seed-opt-in", "gardener-knative-seed-opt-in.yaml"})
+	return append(parts, ReleasePart{Folder: "seed-opt-in", File: "gardener-knative-seed-opt-in.yaml"})
 }()
+
+// ReleasePart is one folder of config/ a release resolves into one file.
+type ReleasePart struct{ Folder, File string }
 
 var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 

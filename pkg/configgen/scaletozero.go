@@ -39,7 +39,7 @@ func ourNamespace(namespace string) bool {
 	return ok
 }
 
-// ownTLS is what a Knative Service adds to serve its own certificate (config/grm-webhooks.yaml):
+// ownTLS is what a Knative Service adds to serve its own certificate (config/seed/grm-webhooks.yaml):
 // the variant drops it, since no registration reaches it there.
 var ownTLS = map[string]bool{"TLS_PORT": true, "TLS_CERT_FILE": true, "TLS_KEY_FILE": true}
 
@@ -68,8 +68,7 @@ func partFolders() []string {
 // (webhookcertificates.IngressCA, the variant's input). A shoot's registration that reaches it by
 // url (https://<name>-tls.<namespace>.svc/...) gets the Knative Service's cluster-local url,
 // whose CA the enrolment and shootcabundle give it. Only changed objects are written; applied
-// after config/ they override it
-// (`ko apply -f config/ -f config/scale-to-zero/`).
+// after their part they override it (`ko apply -f config/seed/ -f config/scale-to-zero/seed/`).
 func ScaleToZero(configDir, folder string) ([]File, error) {
 	var files []File
 	paths, err := filepath.Glob(filepath.Join(configDir, folder, "*.yaml"))

@@ -23,7 +23,7 @@ import (
 )
 
 // ManifestRBAC reads the ServiceAccounts, ClusterRoles, Roles and bindings of a manifest of
-// config/: the webhook servers' RBAC is written there by hand (config/grm-webhooks.yaml), not
+// config/: the webhook servers' RBAC is written there by hand (config/seed/grm-webhooks.yaml), not
 // derived from a declaration, and the suites serve them with exactly it.
 func ManifestRBAC(file string) ([]client.Object, error) {
 	data, err := os.ReadFile(file)

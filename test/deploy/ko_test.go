@@ -1,8 +1,8 @@
-// Package deploy_test proves the deploy path `ko apply -f config/` as far as a machine without a
-// cluster and without internet can: the pinned ko (hack/ko.sh, built from the Go module proxy)
-// resolves config/ (and each subfolder with ko:// images, e.g. config/scale-to-zero/) with the
-// repository's own ko.yaml, building on a minimal base image made here and pushing to an OCI
-// registry served in-process (go-containerregistry's). Every ko:// reference must become an
+// Package deploy_test proves the deploy path `ko apply -f config/<part>/` as far as a machine
+// without a cluster and without internet can: the pinned ko (hack/ko.sh, built from the Go module
+// proxy) resolves every folder of config/ with ko:// images (the parts and their scale-to-zero
+// variants) with the repository's own ko.yaml, building on a minimal base image made here and
+// pushing to an OCI registry served in-process (go-containerregistry's). Every ko:// reference must become an
 // image digest that the registry serves, every image must hold the binary of its import path for
 // its platform, and the resolved manifests must be the unresolved ones with only the images
 // replaced.

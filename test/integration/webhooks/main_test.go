@@ -184,7 +184,7 @@ func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
 func servingAddr() string { return webhooktest.ServingAddr(serving) }
 
 // installWebhookConfigurations installs the Mutating- and ValidatingWebhookConfigurations of
-// config/shoot/ (the target plays a shoot) and config/ (registrations in the cluster the
+// config/shoot/ (the target plays a shoot) and every part of config/ (registrations in the cluster the
 // webhooks run in) into the target, pointed at the local server and its CA. It keeps only the
 // webhook entries whose path is served (an entry nobody serves would fail every matching
 // request), and of two entries with the same name the shoot's.
@@ -333,7 +333,7 @@ func installRegistration(t *testing.T, file, suffix string, probe func(ctx conte
 }
 
 // registeredURL is where a registration sends its requests: its url, or its Service's path (the
-// seed's registrations reach the servers' own TLS port, config/grm-webhooks.yaml).
+// seed's registrations reach the servers' own TLS port, config/seed/grm-webhooks.yaml).
 func registeredURL(cc *admissionregistrationv1.WebhookClientConfig) (*url.URL, error) {
 	switch {
 	case cc.URL != nil:

@@ -32,6 +32,11 @@ type Config struct {
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
 	// MULTI_TENANT and the other tenant settings serve a function with a Target per seed.
 	clients.Tenancy
+	// TenantIdleConnTimeout closes a tenant's connections after that long without a request. A
+	// function reaches a shoot in bursts (its sweep's lists and writes, an event's reconcile), a
+	// minute or more apart; a connection kept open between them costs about 150 KiB per shoot in
+	// each per-seed function (docs/testing.md, "Idle tenant connections closed").
+	TenantIdleConnTimeout time.Duration `envconfig:"TENANT_IDLE_CONN_TIMEOUT" default:"10s"`
 	// EventTimeout is one event's budget. The Broker acknowledges the adapter at once and
 	// delivers asynchronously, so a slow event holds back nothing but its own slot; a budget
 	// shorter than a loaded reconcile only makes the Broker send it again and the work be done
@@ -210,6 +215,7 @@ func targetEnv(env *Env, process *bootstrap.Process, cfg Config, shootRate kube.
 			Seed: env.Source, Scheme: scheme.Gardener, AccessSecret: cfg.TenantAccessSecret,
 			SharedMapper: env.Source.RESTMapper(), Size: cfg.TenantCacheSize, TTL: cfg.TenantCacheTTL,
 			Log: process.Log, ConfigureREST: process.CountedAndLimitedTo(shootRate),
+			IdleConnTimeout: cfg.TenantIdleConnTimeout,
 		})
 		return err
 	case cfg.TargetKubeconfig != "":

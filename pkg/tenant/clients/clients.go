@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +86,13 @@ type Options struct {
 	// ConfigureREST adapts every tenant's REST config before its client is built (request
 	// counting, the client-side rate limit).
 	ConfigureREST func(*rest.Config)
-	Log           *slog.Logger
+	// IdleConnTimeout, when set, closes a tenant's connections once they carried no request for
+	// that long, and gives each tenant a transport of its own (client-go keeps one per CA for the
+	// process's lifetime, with its connections idle for 90 s). A process that reaches every shoot
+	// only in its sweeps and events then holds the connections of the tenants it worked on lately,
+	// not one per shoot (docs/configuration.md, TENANT_IDLE_CONN_TIMEOUT).
+	IdleConnTimeout time.Duration
+	Log             *slog.Logger
 }
 
 // Clients builds, per tenant, an uncached client of the tenant's kube-apiserver from its
@@ -262,6 +269,11 @@ func (c *Clients) build(ctx context.Context, t tenant.Name) (cachedTenant, error
 	if c.opts.ConfigureREST != nil {
 		c.opts.ConfigureREST(cfg)
 	}
+	if c.opts.IdleConnTimeout > 0 {
+		if err := closeIdleConnectionsAfter(cfg, c.opts.IdleConnTimeout); err != nil {
+			return cachedTenant{}, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
+		}
+	}
 	cl, err := c.newClient(cfg)
 	if err != nil {
 		// It reaches no server yet: what fails is the configuration (e.g. a CA that does not
@@ -269,6 +281,26 @@ func (c *Clients) build(ctx context.Context, t tenant.Name) (cachedTenant, error
 		return cachedTenant{}, unknown("generic token kubeconfig Secret %s/%s: %v", ns, kubeconfigName, err)
 	}
 	return cachedTenant{client: cl, config: cfg, settings: settings}, nil
+}
+
+// closeIdleConnectionsAfter gives cfg a transport of its own, built as client-go builds the one
+// it would share (its TLS settings, timeouts and HTTP/2 health checks), whose connections close
+// after idle without a request. Knative's source adapter, handed a copy of cfg, shares it.
+func closeIdleConnectionsAfter(cfg *rest.Config, idle time.Duration) error {
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.Transport = utilnet.SetTransportDefaults(&http.Transport{
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     idle,
+		MaxIdleConnsPerHost: 25,
+		DisableCompression:  cfg.DisableCompression,
+	})
+	// A REST config with a transport may not carry TLS settings: they are the transport's now.
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	return nil
 }
 
 // SettingsOfCluster derives a tenant's settings from its Cluster (read whole: unstructured, so

@@ -2,7 +2,13 @@ package clients
 
 import (
 	"context"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -145,4 +152,77 @@ func TestNotEnrolledTenantIsLeftAlone(t *testing.T) {
 	assert.True(t, IsNotEnrolled(err), "%v", err)
 	assert.True(t, IsUnknownTenant(err), "a not enrolled tenant is one kind of unknown: %v", err)
 	assert.Equal(t, 1, seed.Reads, "only the Cluster was read")
+}
+
+// With IdleConnTimeout a tenant's connection closes once it carried no request for that long,
+// and requests after that open a new one; without it client-go keeps it open (90 s).
+func TestIdleTenantConnectionsClose(t *testing.T) {
+	var mu sync.Mutex
+	states := map[net.Conn][]http.ConnState{}
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	server.EnableHTTP2 = true
+	server.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		states[c] = append(states[c], s)
+	}
+	server.StartTLS()
+	t.Cleanup(server.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
+	connections := func() (open, closed int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range states {
+			if s[len(s)-1] == http.StateClosed {
+				closed++
+			} else {
+				open++
+			}
+		}
+		return open, closed
+	}
+
+	for _, tc := range []struct {
+		name       string
+		idle       time.Duration
+		closesIdle bool
+	}{{"idle timeout", 200 * time.Millisecond, true}, {"client-go's default", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			server.CloseClientConnections()
+			require.Eventually(t, func() bool { open, _ := connections(); return open == 0 }, 5*time.Second, 10*time.Millisecond)
+			mu.Lock()
+			clear(states)
+			mu.Unlock()
+
+			seed := tenanttest.Enrolled(t, server.URL, ca, "shoot--p--a")
+			tenants, err := New(Options{Seed: seed, Scheme: kubernetesscheme.Scheme, IdleConnTimeout: tc.idle})
+			require.NoError(t, err)
+			cfg, err := tenants.Config(context.Background(), "shoot--p--a")
+			require.NoError(t, err)
+			httpClient, err := rest.HTTPClientFor(cfg)
+			require.NoError(t, err)
+			get := func() {
+				resp, err := httpClient.Get(server.URL + "/version")
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				assert.Equal(t, "HTTP/2.0", resp.Proto, "kube-apiservers speak HTTP/2")
+			}
+			get()
+			get()
+			open, _ := connections()
+			require.Equal(t, 1, open, "one connection carries a tenant's requests")
+
+			if !tc.closesIdle {
+				time.Sleep(500 * time.Millisecond)
+				open, closed := connections()
+				assert.Equal(t, []int{1, 0}, []int{open, closed}, "client-go keeps the connection")
+				return
+			}
+			require.Eventually(t, func() bool { _, closed := connections(); return closed == 1 }, 5*time.Second, 20*time.Millisecond,
+				"the idle connection closes")
+			get()
+			open, closed := connections()
+			assert.Equal(t, []int{1, 1}, []int{open, closed}, "a request after that opens a new one")
+		})
+	}
 }

@@ -314,7 +314,7 @@ func webhookServers(dir string) ([]server, error) {
 // grantsOf expands the function's rules into single permissions, as the suites serve it: in its
 // home part's namespace (functiontest.AsFunction).
 func grantsOf(fn *function.Function) []permission {
-	grants := expand(fn.RBAC, "")
+	grants := expand(fn.RBACIn(fn.HomePart()), "")
 	for ns, rules := range fn.NamespacedRBAC {
 		grants = append(grants, expand(rules, function.NamespaceOf(ns, fn.HomePart()))...)
 	}

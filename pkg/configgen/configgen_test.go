@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +94,24 @@ func TestNamespacedRBAC(t *testing.T) {
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, binding.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "demo", Namespace: sources.Namespace}}, binding.Subjects)
 	assert.Equal(t, demo().RBAC, objs[1].(*rbacv1.ClusterRole).Rules, "the cluster-wide rules stay as declared")
+}
+
+// Rules of one part are granted only where that part deploys the function.
+func TestPartRBAC(t *testing.T) {
+	fn := demo()
+	fn.Parts = []function.Part{function.Seed, function.Runtime}
+	clusters := rbacv1.PolicyRule{APIGroups: []string{"extensions.gardener.cloud"}, Resources: []string{"clusters"}, Verbs: []string{"list"}}
+	fn.PartRBAC = map[function.Part][]rbacv1.PolicyRule{function.Seed: {clusters}}
+	require.NoError(t, fn.Validate())
+	rules := func(part function.Part) []rbacv1.PolicyRule {
+		return configgen.RBACObjects(fn, part)[1].(*rbacv1.ClusterRole).Rules
+	}
+	assert.Equal(t, append(slices.Clone(demo().RBAC), clusters), rules(function.Seed))
+	assert.Equal(t, demo().RBAC, rules(function.Runtime))
+	assert.Equal(t, demo().RBAC, fn.RBAC, "the declaration is not changed")
+
+	fn.Parts = []function.Part{function.Runtime}
+	assert.ErrorContains(t, fn.Validate(), `RBAC of part "seed"`, "rules for a part that does not deploy the function")
 }
 
 // A part holds only its own functions, in its namespace, under cluster-scoped names of its own;

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
 
@@ -60,12 +62,20 @@ func FunctionsIndex(fns []*function.Function) File {
 			}
 			sweeps = append(sweeps, s)
 		}
-		for _, r := range fn.RBAC {
+		rule := func(r rbacv1.PolicyRule, where string) string {
 			group := strings.Join(r.APIGroups, ",")
 			if group == "" {
 				group = "core"
 			}
-			rbac = append(rbac, fmt.Sprintf("%s/%s: %s", group, strings.Join(r.Resources, ","), strings.Join(r.Verbs, ",")))
+			return fmt.Sprintf("%s/%s%s: %s", group, strings.Join(r.Resources, ","), where, strings.Join(r.Verbs, ","))
+		}
+		for _, r := range fn.RBAC {
+			rbac = append(rbac, rule(r, ""))
+		}
+		for _, part := range slices.Sorted(maps.Keys(fn.PartRBAC)) {
+			for _, r := range fn.PartRBAC[part] {
+				rbac = append(rbac, rule(r, " (in the "+string(part)+" part)"))
+			}
 		}
 		for _, namespace := range slices.Sorted(maps.Keys(fn.NamespacedRBAC)) {
 			where := namespace
@@ -73,11 +83,7 @@ func FunctionsIndex(fns []*function.Function) File {
 				where = "its part's namespace"
 			}
 			for _, r := range fn.NamespacedRBAC[namespace] {
-				group := strings.Join(r.APIGroups, ",")
-				if group == "" {
-					group = "core"
-				}
-				rbac = append(rbac, fmt.Sprintf("%s/%s in %s: %s", group, strings.Join(r.Resources, ","), where, strings.Join(r.Verbs, ",")))
+				rbac = append(rbac, rule(r, " in "+where))
 			}
 		}
 		var parts []string

@@ -27,8 +27,8 @@ func ServiceAccountName(fn *function.Function) string {
 }
 
 // RBACObjects are the ServiceAccount a function deployed with part runs as, the ClusterRole and
-// binding that grant it exactly its declared rules (Function.RBAC), and a Role and RoleBinding per
-// namespace of its NamespacedRBAC.
+// binding that grant it exactly its declared rules for that part (Function.RBACIn), and a Role
+// and RoleBinding per namespace of its NamespacedRBAC.
 func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 	name := sources.ClusterScopedName(part.Namespace(), fn.Name)
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: part.Namespace()}}
@@ -40,7 +40,7 @@ func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: meta(fn.Name, name, ""),
-			Rules:      fn.RBAC,
+			Rules:      fn.RBACIn(part),
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},

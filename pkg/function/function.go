@@ -305,6 +305,9 @@ type Function struct {
 	// namespace's pull secrets; OwnNamespace: its part's own): a Role and RoleBinding in each,
 	// generated and served like RBAC.
 	NamespacedRBAC map[string][]rbacv1.PolicyRule
+	// PartRBAC is what it may do only where one of its Parts deploys it, beside RBAC (e.g. read
+	// the seed's tenants, which a runtime cluster does not have): RBACIn.
+	PartRBAC map[Part][]rbacv1.PolicyRule
 	// Parts are the parts of config/ that deploy the function, where Gardener runs the component
 	// it stands in for: one, but for what every part needs (the webhook servers' certificates).
 	Parts       []Part
@@ -321,6 +324,12 @@ type Function struct {
 	// (e.g. the seed's name for gardenlet's part). config/ takes them from there, required, so
 	// that the Target's access and identity are one input, never a settings ConfigMap.
 	TargetInputs map[string]string
+}
+
+// RBACIn is what the function may do cluster-wide where part deploys it: RBAC, and its PartRBAC
+// for that part.
+func (f *Function) RBACIn(part Part) []rbacv1.PolicyRule {
+	return append(slices.Clone(f.RBAC), f.PartRBAC[part]...)
 }
 
 // DeploymentMode is how config/ deploys the function's Target ("" for functions without one).
@@ -453,6 +462,11 @@ func (f *Function) Validate() error {
 	for i, p := range f.Parts {
 		if err := p.Validate(); err != nil || slices.Contains(f.Parts[:i], p) {
 			errs = append(errs, fmt.Errorf("parts %v: each one of %v, once", f.Parts, AllParts))
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(f.PartRBAC)) {
+		if !slices.Contains(f.Parts, p) {
+			errs = append(errs, fmt.Errorf("RBAC of part %q: the function is deployed only with %v", p, f.Parts))
 		}
 	}
 	for namespace := range f.NamespacedRBAC {

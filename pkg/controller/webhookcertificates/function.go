@@ -87,10 +87,12 @@ var Function = &function.Function{
 		APIGroups: []string{admissionregistrationv1.GroupName},
 		Resources: []string{kinds.MutatingWebhookConfiguration.Resource, kinds.ValidatingWebhookConfiguration.Resource},
 		Verbs:     []string{"get", "list", "patch"},
-	}, {
-		// While a rotation waits: what each enrolled tenant's Cluster records of its shoot.
-		APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"list"},
 	}},
+	// While a rotation waits (in the seed only: the runtime cluster has no tenants): what each
+	// enrolled tenant's Cluster records of its shoot.
+	PartRBAC: map[function.Part][]rbacv1.PolicyRule{
+		function.Seed: {{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"list"}}},
+	},
 	// The certificates' Secrets, and the inputs a registration may name, in our namespace only.
 	NamespacedRBAC: map[string][]rbacv1.PolicyRule{
 		function.OwnNamespace: {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "patch"}}},

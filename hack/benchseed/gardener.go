@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
-	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // Gardener's resource managers reach the seed as this user, and their shoot as gardenlet has
@@ -53,7 +52,7 @@ func (r *run) accessKubeconfig(ctx context.Context, ns string, sh *shoot, path s
 // controllers (gardenlet's are 1h and 1m). Leader election is off: one replica each, where
 // Gardener runs two.
 func gardenerConfig(seedKubeconfig, shootKubeconfig, namespace, certDir string, period time.Duration) (*rmv1alpha1.ResourceManagerConfiguration, error) {
-	ports, err := testenv.FreeLoopbackPorts(3)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +144,8 @@ func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*proces
 		readyz = append(readyz, url)
 	}
 	for i, ns := range namespaces {
-		// A port found free may be taken before the process binds it (by one of the many
-		// loopback connections' local ports): such a start is repeated with other ports.
+		// A port found free may still be taken before the process binds it (by another
+		// process's listener, ports.go): such a start is repeated with other ports.
 		for attempt := 1; ; attempt++ {
 			err := procs[i].waitReady(ctx, readyz[i], 3*time.Minute)
 			if err == nil {

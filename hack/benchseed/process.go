@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-
-	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // process is one always-on process of a side: what a pod of it would be.
@@ -169,14 +167,6 @@ func kibibytes(field string) int64 {
 func tail(path string) string {
 	data, _ := os.ReadFile(path)
 	return string(data[max(0, len(data)-3000):])
-}
-
-func freePort() (int, error) {
-	ports, err := testenv.FreeLoopbackPorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
 }
 
 // liveHeap is the bytes of live objects in a heap profile taken after a collection: the sum of

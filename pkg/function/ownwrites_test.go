@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -188,4 +189,29 @@ func (b *blockingAfterWrite) Reconcile(ctx context.Context, req Request) error {
 	default: // only the first reconcile's write is sent
 	}
 	return nil
+}
+
+// The memory holds digests: every field of the key and the version tells two writes apart, also
+// where their fields differ only in where one ends and the next begins.
+func TestOwnWritesTellEveryFieldApart(t *testing.T) {
+	base := ownWrite{cluster: Target, tenant: "shoot--p--a", kind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, key: Key{Namespace: "ns", Name: "name"}, version: "42"}
+	o := newOwnWrites()
+	o.add("main/ns/name", []ownWrite{base})
+	assert.True(t, o.wrote("main/ns/name", base))
+	others := map[string]func(w *ownWrite){
+		"cluster":              func(w *ownWrite) { w.cluster = Source },
+		"tenant":               func(w *ownWrite) { w.tenant = "shoot--p--b" },
+		"group":                func(w *ownWrite) { w.kind.Group = "extensions" },
+		"kind":                 func(w *ownWrite) { w.kind.Kind = "StatefulSet" },
+		"namespace":            func(w *ownWrite) { w.key.Namespace = "other" },
+		"name":                 func(w *ownWrite) { w.key.Name = "other" },
+		"version":              func(w *ownWrite) { w.version = "43" },
+		"namespace/name split": func(w *ownWrite) { w.key.Namespace, w.key.Name = "nsn", "ame" },
+	}
+	for name, change := range others {
+		w := base
+		change(&w)
+		assert.False(t, o.wrote("main/ns/name", w), name)
+	}
+	assert.False(t, o.wrote("other/ns/name", base), "another reconciled key")
 }

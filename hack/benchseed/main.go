@@ -412,7 +412,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		}
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(out, "\nOur processes' RSS at the window's end:")
+	fmt.Fprintln(out, "\nOur processes' RSS, mean over the window:")
 	for _, r := range results {
 		var parts []string
 		for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
@@ -481,7 +481,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		for _, measure := range []struct {
 			name string
 			of   func(sideResult) map[string]int64
-		}{{"RSS", func(s sideResult) map[string]int64 { return s.window.rss }}, {"live heap", func(s sideResult) map[string]int64 { return s.live }}} {
+		}{{"RSS mean", func(s sideResult) map[string]int64 { return s.window.rss }}, {"live heap", func(s sideResult) map[string]int64 { return s.live }}} {
 			ys := make([]float64, len(results))
 			for i, r := range results {
 				for _, name := range part.procs {

@@ -126,7 +126,9 @@ type window struct {
 	// sampleEvery; cpu is the CPU time they used in all.
 	meanRSS, peakRSS int64
 	cpu              time.Duration
-	// rss is each process's resident memory at the window's end, by name.
+	// rss is each process's mean resident memory over the window, by name: one sample at its
+	// end moved by ±15 MiB per process from run to run (the heap's peaks come and go with the
+	// sweeps), enough to turn a fit per part of two sizes of N around.
 	rss      map[string]int64
 	from, to time.Time
 }
@@ -142,6 +144,7 @@ func measure(ctx context.Context, procs []*process, d time.Duration) (window, er
 	}
 	var sum int64
 	var samples int64
+	perProcess := make([]int64, len(procs))
 	ticker := time.NewTicker(sampleEvery)
 	defer ticker.Stop()
 	end := time.After(d)
@@ -159,8 +162,9 @@ func measure(ctx context.Context, procs []*process, d time.Duration) (window, er
 			return w, err
 		}
 		var rss int64
-		for _, u := range now {
+		for i, u := range now {
 			rss += u.rss
+			perProcess[i] += u.rss
 		}
 		sum += rss
 		samples++
@@ -171,7 +175,7 @@ func measure(ctx context.Context, procs []*process, d time.Duration) (window, er
 	w.meanRSS = sum / samples
 	for i, p := range procs {
 		w.cpu += last[i].cpu - first[i].cpu
-		w.rss[p.name] = last[i].rss
+		w.rss[p.name] = perProcess[i] / samples
 	}
 	// The window lasts a little longer than d: the CPU time is scaled to exactly one period.
 	w.cpu = time.Duration(float64(w.cpu) * float64(d) / float64(w.to.Sub(w.from)))

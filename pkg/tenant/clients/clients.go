@@ -285,7 +285,7 @@ func (c *Clients) build(ctx context.Context, t tenant.Name) (cachedTenant, error
 
 // closeIdleConnectionsAfter gives cfg a transport of its own, built as client-go builds the one
 // it would share (its TLS settings, timeouts and HTTP/2 health checks), whose connections close
-// after idle without a request. Knative's source adapter, handed a copy of cfg, shares it.
+// after idle without a request.
 func closeIdleConnectionsAfter(cfg *rest.Config, idle time.Duration) error {
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {

@@ -49,6 +49,8 @@ type Config struct {
 	SweepConcurrency int           `envconfig:"SWEEP_CONCURRENCY" default:"8"`
 	ListPageSize     int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
 	ConflictRetries  int           `envconfig:"CONFLICT_RETRIES" default:"3"`
+	// ReleaseMemoryAfterSweep: Options.ReleaseMemoryAfterSweep (docs/configuration.md).
+	ReleaseMemoryAfterSweep bool `envconfig:"RELEASE_MEMORY_AFTER_SWEEP" default:"true"`
 }
 
 // Options returns the runtime options of the configuration.
@@ -59,6 +61,8 @@ func (c Config) Options() Options {
 		SweepConcurrency: c.SweepConcurrency,
 		ListPageSize:     c.ListPageSize,
 		ConflictRetries:  c.ConflictRetries,
+
+		ReleaseMemoryAfterSweep: c.ReleaseMemoryAfterSweep,
 	}
 }
 

@@ -37,6 +37,12 @@ type Options struct {
 	// ConflictRetries is how often a key whose write conflicted is reconciled again from
 	// live state before it counts as failed.
 	ConflictRetries int
+	// ReleaseMemoryAfterSweep collects the heap and returns the free memory to the OS when a
+	// sweep run ends (debug.FreeOSMemory). A sweep's lists and snapshots are a function's
+	// largest heap by far, and without a collection that lowers its goal again, Go keeps the
+	// pages of that peak until its next forced collection (two minutes without one), which
+	// sweeps every minute never let come.
+	ReleaseMemoryAfterSweep bool
 }
 
 // Env is what the runtime serves a function with.
@@ -81,6 +87,8 @@ type Server struct {
 	keys keyLocks
 	// ownWrites are the versions successful reconciles wrote, whose events are their echoes.
 	ownWrites *ownWrites
+	// releaseMemory runs when a sweep run ends (Options.ReleaseMemoryAfterSweep); nil for none.
+	releaseMemory func()
 }
 
 // NewServer validates fn and builds its reconcilers.
@@ -95,6 +103,9 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		runs:      map[string]*sweepRuns{},
 		config:    env.Config,
 		ownWrites: newOwnWrites(),
+	}
+	if opts.ReleaseMemoryAfterSweep {
+		s.releaseMemory = debug.FreeOSMemory
 	}
 	deps := Deps{
 		Source: ClusterClient{Reader: env.Source, Writer: newWriter(env.Source, Source), Mapper: staticMapper(env.Source), Tokens: NewTokens(env.Source)},

@@ -560,6 +560,28 @@ func TestSweepOffByConfigurationCostsNothing(t *testing.T) {
 	assert.Len(t, rec.recorded(), 1)
 }
 
+// With ReleaseMemoryAfterSweep every sweep run ends by returning the heap's free memory to the
+// OS, whether it succeeded or not; events do not.
+func TestSweepRunsReleaseMemory(t *testing.T) {
+	h := newHarness(t, &recorder{}, &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}})
+	require.Nil(t, h.server.releaseMemory, "not without the option")
+	released := 0
+	h.server.releaseMemory = func() { released++ }
+
+	code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 1, released, "after a sweep run")
+	h.failList.Store(true)
+	code, body = h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	assert.Equal(t, 2, released, "after a failed one too")
+
+	s, err := NewServer(testFunction(&recorder{}), Env{Source: fake.NewClientBuilder().WithScheme(scheme.Gardener).Build(), Clock: clock.RealClock{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()}, Options{ReleaseMemoryAfterSweep: true})
+	require.NoError(t, err)
+	assert.NotNil(t, s.releaseMemory, "with the option")
+}
+
 // A related kind that is Optional and that the cluster does not serve holds nothing, also
 // where the client maps the kind from its scheme and the server answers 404 (a shoot without
 // Gardener's ManagedResource CRD, listed by the garbage collector); one that is not Optional

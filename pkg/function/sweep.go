@@ -151,6 +151,9 @@ func (r *sweepRuns) handOver() {
 func (s *Server) sweep(ctx context.Context, sweep Sweep, ticks int) (err error) {
 	name := sweep.Name
 	start := time.Now()
+	if s.releaseMemory != nil {
+		defer s.releaseMemory()
+	}
 	var result sweepResult
 	if s.targets != nil && s.targets.mode == PerSeed && listsTarget(sweep) {
 		result, err = s.sweepTenants(ctx, sweep)

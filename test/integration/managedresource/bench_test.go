@@ -143,12 +143,12 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 	envs, ce := targetSource(b, sink.URL)
 	seedClient, counter, err := seed.CountingClient()
 	require.NoError(b, err)
-	var perTenant float64
+	var perTenant, goroutinesPerTenant, stackPerTenant float64
 	for b.Loop() {
 		access, err := clients.New(clients.Options{Seed: seedClient, Scheme: scheme.Gardener, SharedMapper: seedClient.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
 		require.NoError(b, err)
 		runCtx, cancel := context.WithCancel(ctx)
-		before := liveHeap()
+		before, goroutinesBefore, stackBefore := liveHeap(), runtime.NumGoroutine(), stackInUse()
 		done := make(chan error, 1)
 		go func() {
 			done <- clustersource.Run(runCtx, clustersource.Options{
@@ -175,8 +175,13 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		}
 		after := liveHeap()
 		perTenant = float64(after-before) / tenants
+		// Goroutines' stacks are not in the heap: each watch runs a few (the reflector's and its
+		// stream's, Knative's adapter's around them).
+		goroutinesPerTenant = float64(runtime.NumGoroutine()-goroutinesBefore) / tenants
+		stackPerTenant = float64(stackInUse()-stackBefore) / tenants
 		if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
 			writeHeapProfile(b, path) // where the tenants' heap is, while they watch
+			writeGoroutineProfile(b, path+".goroutines")
 		}
 		counter.Reset()
 		time.Sleep(3 * time.Second)
@@ -188,6 +193,8 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		}
 	}
 	b.ReportMetric(perTenant/1024, "KiB-per-tenant")
+	b.ReportMetric(goroutinesPerTenant, "goroutines-per-tenant")
+	b.ReportMetric(stackPerTenant/1024, "stack-KiB-per-tenant")
 	b.ReportMetric(1, "always-on-pods")
 }
 
@@ -198,6 +205,22 @@ func writeHeapProfile(b *testing.B, path string) {
 	require.NoError(b, err)
 	defer f.Close()
 	require.NoError(b, pprof.Lookup("heap").WriteTo(f, 0))
+}
+
+// writeGoroutineProfile writes every goroutine's stack, grouped, as text to path.
+func writeGoroutineProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	require.NoError(b, pprof.Lookup("goroutine").WriteTo(f, 1))
+}
+
+// stackInUse is the memory of the goroutines' stacks.
+func stackInUse() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.StackInuse)
 }
 
 func liveHeap() uint64 {

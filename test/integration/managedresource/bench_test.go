@@ -180,8 +180,8 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		goroutinesPerTenant = float64(runtime.NumGoroutine()-goroutinesBefore) / tenants
 		stackPerTenant = float64(stackInUse()-stackBefore) / tenants
 		if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
-			writeHeapProfile(b, path) // where the tenants' heap is, while they watch
-			writeGoroutineProfile(b, path+".goroutines")
+			writeProfile(b, "heap", path) // where the tenants' heap is, while they watch
+			writeProfile(b, "goroutine", path+".goroutines")
 		}
 		counter.Reset()
 		time.Sleep(3 * time.Second)
@@ -198,22 +198,18 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 	b.ReportMetric(1, "always-on-pods")
 }
 
-// writeHeapProfile writes the live heap's profile to path.
-func writeHeapProfile(b *testing.B, path string) {
+// writeProfile writes the named runtime profile to path: the heap's in pprof's format, the
+// goroutines' as text, their stacks grouped (debug 1).
+func writeProfile(b *testing.B, name, path string) {
 	b.Helper()
 	f, err := os.Create(path)
 	require.NoError(b, err)
 	defer f.Close()
-	require.NoError(b, pprof.Lookup("heap").WriteTo(f, 0))
-}
-
-// writeGoroutineProfile writes every goroutine's stack, grouped, as text to path.
-func writeGoroutineProfile(b *testing.B, path string) {
-	b.Helper()
-	f, err := os.Create(path)
-	require.NoError(b, err)
-	defer f.Close()
-	require.NoError(b, pprof.Lookup("goroutine").WriteTo(f, 1))
+	debug := 0
+	if name == "goroutine" {
+		debug = 1
+	}
+	require.NoError(b, pprof.Lookup(name).WriteTo(f, debug))
 }
 
 // stackInUse is the memory of the goroutines' stacks.

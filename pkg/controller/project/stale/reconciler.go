@@ -30,7 +30,8 @@ var RBAC = []rbacv1.PolicyRule{
 // Reconciler checks one Project for staleness, in a sweep: the Project, its namespace and what
 // uses it are read from the sweep's snapshot.
 type Reconciler struct {
-	// Reader reads live; only to re-read a Project that changed since the sweep read it.
+	// Reader reads live: to re-read a Project that changed since the sweep read it, and to ask its
+	// namespace's use again before deleting it.
 	Reader   client.Reader
 	Writer   function.Writer
 	Clock    clock.PassiveClock
@@ -130,6 +131,19 @@ func (r *Reconciler) converge(ctx context.Context, project *gardencorev1beta1.Pr
 		log.Info("Project is stale", "staleSinceTimestamp", project.Status.StaleSinceTimestamp, "staleAutoDeleteTimestamp", project.Status.StaleAutoDeleteTimestamp)
 	}
 	if !AutoDeleteDue(now, project.Status) {
+		return nil
+	}
+	// The sweep listed Shoots and BackupEntries before it read this page of Projects: one
+	// created in the namespace since (a new user of an old Project) is not in its lists. So the
+	// namespace is asked live before the deletion, what the kube-apiserver can answer of the use.
+	if resource, err := UsedInNamespace(ctx, r.Reader, namespace.Name); err != nil || resource != "" {
+		if err != nil {
+			return err
+		}
+		if _, err := r.Writer.PatchStatus(ctx, project, func() { MarkNotStale(&project.Status) }); err != nil {
+			return err
+		}
+		log.Info("Project is no longer stale: in use since the sweep's lists", "resource", resource)
 		return nil
 	}
 	log.Info("Deleting Project: it is stale and its auto-delete timestamp has passed", "staleAutoDeleteTimestamp", project.Status.StaleAutoDeleteTimestamp)

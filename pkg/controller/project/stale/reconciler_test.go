@@ -136,6 +136,19 @@ func TestReconcile(t *testing.T) {
 		assert.Equal(t, "true", p.Annotations[v1beta1constants.ConfirmationDeletion])
 		assert.Equal(t, deleteAt.Format(time.RFC3339Nano), p.Annotations[v1beta1constants.GardenerTimestamp])
 	})
+	t.Run("in use since the sweep's lists: kept, asked live before the deletion", func(t *testing.T) {
+		// The live cluster has a Shoot in the namespace that the sweep's snapshot, listed
+		// before it, lacks.
+		f := newFixture(t, deleteAt, nil, newProject(staleSince(old, &deleteAt)), namespace(nil), shoot(ns, "new"))
+		snapshot := newFakeClient(newProject(staleSince(old, &deleteAt)), namespace(nil)).Build()
+		require.NoError(t, f.r.Reconcile(context.Background(), function.Request{Key: client.ObjectKey{Name: "dev"}, Reader: snapshot, Trigger: function.BySweep, Sweep: "stale"}))
+		require.False(t, f.gone(t))
+		p := f.project(t)
+		assert.Nil(t, p.DeletionTimestamp)
+		assert.Empty(t, p.Annotations[v1beta1constants.ConfirmationDeletion], "no deletion confirmed")
+		assert.Nil(t, p.Status.StaleSinceTimestamp, "in use: not stale")
+		assert.Nil(t, p.Status.StaleAutoDeleteTimestamp)
+	})
 	t.Run("auto-delete timestamp not passed yet: kept", func(t *testing.T) {
 		f := newFixture(t, deleteAt.Add(-time.Second), nil, newProject(staleSince(old, &deleteAt)), namespace(nil))
 		require.NoError(t, f.sweep(t))

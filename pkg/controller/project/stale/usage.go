@@ -152,15 +152,8 @@ func quotaNamespaces(quotas []corev1.ObjectReference, binding client.Object) []s
 //
 // reader is the sweep's snapshot: every List goes by one of the indexes Related declares.
 func InUseBy(ctx context.Context, reader client.Reader, namespace string) (string, error) {
-	for _, kind := range []struct {
-		resource string
-		list     function.Kind
-	}{{"Shoots", kinds.Shoot}, {"BackupEntries", kinds.BackupEntry}} {
-		objects := &metav1.PartialObjectMetadataList{}
-		objects.SetGroupVersionKind(kind.list.GroupVersion().WithKind(kind.list.Kind + "List"))
-		if err := reader.List(ctx, objects, client.InNamespace(namespace)); err != nil || len(objects.Items) > 0 {
-			return kind.resource, err
-		}
+	if resource, err := UsedInNamespace(ctx, reader, namespace); err != nil || resource != "" {
+		return resource, err
 	}
 
 	if used, err := usedSecretBinding(ctx, reader, IndexCredentialsNamespace, namespace); err != nil || used {
@@ -179,6 +172,23 @@ func InUseBy(ctx context.Context, reader client.Reader, namespace string) (strin
 	}
 	if binding, err := usedCredentialsBinding(ctx, reader, IndexQuotaNamespace, namespace); err != nil || binding != nil {
 		return "Quotas", err
+	}
+	return "", nil
+}
+
+// UsedInNamespace returns what in the namespace keeps its Project in use, "Shoots" or
+// "BackupEntries", or "" for neither: the part of InUseBy a kube-apiserver answers (a LIST in one
+// namespace, of at most one object's metadata), so that it can be asked live.
+func UsedInNamespace(ctx context.Context, reader client.Reader, namespace string) (string, error) {
+	for _, kind := range []struct {
+		resource string
+		list     function.Kind
+	}{{"Shoots", kinds.Shoot}, {"BackupEntries", kinds.BackupEntry}} {
+		objects := &metav1.PartialObjectMetadataList{}
+		objects.SetGroupVersionKind(kind.list.GroupVersion().WithKind(kind.list.Kind + "List"))
+		if err := reader.List(ctx, objects, client.InNamespace(namespace), client.Limit(1)); err != nil || len(objects.Items) > 0 {
+			return kind.resource, err
+		}
 	}
 	return "", nil
 }

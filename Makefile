@@ -19,9 +19,8 @@ run:
 ## each function's RBAC against what it used in the suites (kube-apiserver's audit logs). A
 ## package may take 30 min: on an empty Go build cache, test/deploy's ko resolve builds all of
 ## config/'s images beside the other packages on two cores (over 10 min; 1 to 2 min warm). Three
-## packages at once, not GOMAXPROCS' two: the suites mostly wait (on kube-apiservers, events,
-## timers), 1.5 cores busy on average at two; warm, 7 min 18 s at -p 3 against 9 min 43 s at two
-## (and 7 min 21 s at four), docs/testing.md.
+## packages at once, not GOMAXPROCS' two: the suites mostly wait on kube-apiservers, events and
+## timers (measured in docs/testing.md).
 test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	go vet ./...

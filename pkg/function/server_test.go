@@ -568,7 +568,10 @@ func TestSweepRunsReleaseMemory(t *testing.T) {
 	released := 0
 	h.server.releaseMemory = func() { released++ }
 
-	code, body := h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
+	code, body := h.send(t, event(t, RefAddEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"a","namespace":"ns"}`))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Zero(t, released, "not after an event")
+	code, body = h.send(t, event(t, PingEventType, `{"sweep":"resync"}`))
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, 1, released, "after a sweep run")
 	h.failList.Store(true)

@@ -1,11 +1,11 @@
 // Package sources is the event plumbing, derived from the function registry (functions.All):
-// one source per cluster watching the union of every function's kinds (Knative's ApiServerSource
-// adapter in a ContainerSource of ours, sources/clusters), in Resource mode so that predicates
+// one source per cluster watching the union of every function's kinds (a ContainerSource of ours,
+// sources/clusters, sending Knative's ApiServerSource events), in Resource mode so that predicates
 // run on the event alone; one Broker they all send to; one Trigger per
 // function, filtering on the events' kind, apiversion and cluster (and, for pings, the function)
 // with the Broker's retry and dead-letter delivery policy; one PingSource per sweep, sent through the same
 // Broker. hack/genconfig writes Objects into config/; the local landscape runs the very same
-// objects through Knative's real adapters and Trigger filters.
+// objects through the real cluster sources and Knative's Trigger filters.
 package sources
 
 import (
@@ -70,10 +70,9 @@ func PingSourceName(fn, sweep string) string { return fn + "-" + sweep }
 func PingData(sweep string) string { return fmt.Sprintf(`{"sweep":%q}`, sweep) }
 
 // Objects returns the event plumbing of the functions as config/ deploys it, their Targets served
-// per seed (function.PerSeed): the Broker; for the Source cluster a ContainerSource running
-// Knative's adapter on every namespace, with its ServiceAccount and read-only RBAC; for the
-// Target clusters one running it for every tenant of the seed; per function its Trigger and its
-// PingSources.
+// per seed (function.PerSeed): the Broker; for the Source cluster a ContainerSource of ours
+// watching every namespace, with its ServiceAccount and read-only RBAC; for the Target clusters
+// one watching every tenant of the seed; per function its Trigger and its PingSources.
 // Every source and Trigger passes Knative's own validation.
 func Objects(fns []*function.Function) ([]client.Object, error) {
 	return PartObjects("", fns, DefaultPlumbing())
@@ -246,8 +245,9 @@ func eventCluster(c function.Cluster, mode function.Mode) function.Cluster {
 	return c
 }
 
-// AdapterConfig is the configuration (K_SOURCE_CONFIG) of Knative's ApiServerSource adapter
-// watching the resources in every namespace, in mode (Resource or Reference).
+// AdapterConfig is the configuration (K_SOURCE_CONFIG, in the format of Knative's ApiServerSource
+// adapter) of a cluster source's watches of the resources in every namespace, in mode (Resource
+// or Reference).
 func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (apiserver.Config, error) {
 	cfg := apiserver.Config{AllNamespaces: true, EventMode: mode}
 	for _, r := range resources {
@@ -266,7 +266,7 @@ func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (a
 	return cfg, nil
 }
 
-// clusterSource is the event source of cluster c: a ContainerSource running Knative's adapter
+// clusterSource is the event source of cluster c: a ContainerSource running our watchers
 // (sources/clusters) on every namespace of the Source, or on every tenant of the seed (or the
 // single target) for the Target, with its ServiceAccount and RBAC. For the Source that is
 // get, list and watch on exactly the watched kinds; for the tenants, what finds and reaches them
@@ -278,8 +278,8 @@ func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (a
 func clusterSource(namespace string, c function.Cluster, watches []watchedResource, mode function.Mode) ([]client.Object, error) {
 	name := SourceName(c)
 	// Resource mode, so that predicates decide on the event alone; Reference mode for
-	// confidential kinds, whose content must not travel through the Broker: one adapter each
-	// (per tenant), in the same pod.
+	// confidential kinds, whose content must not travel through the Broker: one configuration
+	// each, in the same pod.
 	var resources, references []sourcesv1.APIVersionKindSelector
 	kinds := make([]function.Kind, 0, len(watches))
 	for _, w := range watches {

@@ -59,8 +59,8 @@ func containerEnv(cs *sourcesv1.ContainerSource) map[string]string {
 
 // N functions share one source per cluster, watching the union of their kinds with read-only
 // RBAC for exactly those, and get one Trigger each. The Source's source is our ContainerSource
-// running Knative's adapter on every namespace, not Knative's ApiServerSource (which writes the
-// namespace list into its adapter and restarts it for each namespace).
+// watching every namespace, not Knative's ApiServerSource (which writes the namespace list into
+// its adapter and restarts it for each namespace).
 func TestOneSourcePerClusterOneTriggerPerFunction(t *testing.T) {
 	fns := []*function.Function{
 		demo("alpha", []function.Kind{kinds.Bastion, kinds.Shoot}),
@@ -213,8 +213,8 @@ func withTargetWatch(fn *function.Function, kind function.Kind) *function.Functi
 	return fn
 }
 
-// Per seed, one ContainerSource runs Knative's adapter for every tenant (one always-on pod per
-// seed), watching the union of the Target kinds; the Triggers take them with cluster=target.
+// Per seed, one ContainerSource watches every tenant (one always-on pod per seed), watching the
+// union of the Target kinds; the Triggers take them with cluster=target.
 // In seed mode the Source's source watches them instead, with cluster=source.
 func TestTargetSourceOnePerSeed(t *testing.T) {
 	fns := []*function.Function{
@@ -263,8 +263,9 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 		assert.Contains(t, tr.Spec.Filters[0].Any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "source", "apiversion": "v1", "kind": "Namespace"}}, tr.Name)
 	}
 
-	// Confidential kinds: a second adapter per tenant, in Reference mode, so that no secret
-	// content travels through the Broker; it ends up in the seed's references source in seed mode.
+	// Confidential kinds: a second configuration, watched per tenant in Reference mode, so that
+	// no secret content travels through the Broker; it ends up in the seed's references source in
+	// seed mode.
 	confidential := []*function.Function{withTargetWatch(withTargetWatch(demo("gamma", []function.Kind{kinds.Bastion}), kinds.Secret), kinds.Namespace)}
 	objs, err = sources.Objects(confidential)
 	require.NoError(t, err)

@@ -1,6 +1,6 @@
 // Command benchseed measures one seed serving N shoots, ours beside Gardener's: our per-seed
 // deployment (every function config/ deploys per seed, the webhook server, and the event
-// plumbing: Knative's adapters for the seed and every shoot, and a Broker with Knative's Trigger
+// plumbing: the cluster sources for the seed and every shoot, and a Broker with Knative's Trigger
 // filters) against gardener-resource-manager v1.150 (hack/peers.sh), one process per shoot
 // configured as gardenlet configures a shoot's.
 //
@@ -475,7 +475,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		procs []string
 	}{
 		{"our functions and webhook server", servingProcesses()},
-		{"our source (adapters, PingSources)", []string{sourceProcess}},
+		{"our source (watchers, PingSources)", []string{sourceProcess}},
 		{"the Broker stand-in", []string{brokerProcess}},
 	} {
 		for _, measure := range []struct {

@@ -191,8 +191,9 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 }
 
 // The names of our processes in the figures besides the functions': the webhook server, and the
-// event plumbing's two, as in a cluster: the source (Knative's adapters and PingSources, one pod
-// per seed) and the Broker (Knative's, shared by every function; here pkg/localsources' stand-in).
+// event plumbing's two, as in a cluster: the source (the cluster sources' watchers and the
+// PingSources, one pod per seed) and the Broker (Knative's, shared by every function; here
+// pkg/localsources' stand-in).
 const (
 	webhooksProcess = "webhooks"
 	sourceProcess   = "source"
@@ -323,7 +324,7 @@ func perSeed() ([]*function.Function, error) {
 	return fns, nil
 }
 
-// runSource runs Knative's adapters for the seed and every tenant (the cluster sources) and the
+// runSource runs the cluster sources for the seed and every tenant (our watchers) and the
 // PingSources (pkg/localsources), sending to the Broker, until SIGTERM: in a cluster, the one
 // source pod per seed.
 func runSource(raw string) error {

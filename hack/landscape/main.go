@@ -1,7 +1,8 @@
 // Command landscape runs gardener-knative locally (`make run`): a kube-apiserver and etcd
-// with the Gardener CRDs, every function as a local process, Knative's real ApiServerSource
-// adapter and PingSource runner in-process feeding them, and a few sample objects. It prints
-// where the kubeconfig is and a live line of what the functions are doing; Ctrl-C stops it all.
+// with the Gardener CRDs, every function as a local process, the cluster sources (sending
+// Knative's ApiServerSource events) and Knative's PingSource runner in-process feeding them, and a
+// few sample objects. It prints where the kubeconfig is and a live line of what the functions are
+// doing; Ctrl-C stops it all.
 package main
 
 import (
@@ -52,7 +53,7 @@ func run(dir string, withSamples bool) error {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return err
 	}
-	// The adapters' client-go reflectors log through klog; keep the terminal for the live line.
+	// client-go logs through klog; keep the terminal for the live line.
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
 	status := newStatus(os.Stdout)
@@ -92,7 +93,7 @@ func run(dir string, withSamples bool) error {
 		}
 	}()
 	if withSamples {
-		// Created before the sources start: ApiServerSource does not replay existing objects,
+		// Created before the sources start: the cluster sources do not replay existing objects,
 		// so only the first sweep can find them, as after a cold start on a real cluster.
 		if err := samples.Create(ctx, land.Env.Client, land.SampleChartRef); err != nil {
 			return err

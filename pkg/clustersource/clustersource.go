@@ -1,14 +1,18 @@
-// Package clustersource is the event source of the clusters the functions watch: Knative's own
-// ApiServerSource adapter code (knative.dev/eventing/pkg/adapter/apiserver) in a pod of ours (a
-// ContainerSource), run once for one cluster (the Source, where the pod runs, or the one target of
-// a single-target deployment), or once per tenant of a seed, in one process: one always-on pod
-// per seed however many shoots it serves, instead of one adapter pod per shoot.
+// Package clustersource is the event source of the clusters the functions watch, in a pod of ours
+// (a ContainerSource): one watcher of our own per watched resource (watcher.go), sending Knative's
+// ApiServerSource events (knative.dev/eventing/pkg/adapter/apiserver/events) and configured as
+// Knative's ApiServerSource adapter is (apiserver.Config, Knative's adapter environment). It
+// watches one cluster (the Source, where the pod runs, or the one target of a single-target
+// deployment), or every tenant of a seed, in one process: one always-on pod per seed however many
+// shoots it serves, instead of one adapter pod per shoot. It used to run Knative's adapter itself
+// (apiserver.NewAdapter) once per cluster; the watchers send the same events with fewer
+// goroutines and without listing every object at start (watcher.go, docs/testing.md).
 //
 // The Source is watched this way rather than by Knative's ApiServerSource because that
 // controller resolves even an empty namespace selector to the list of every namespace and writes
 // it into its adapter's Deployment: each namespace created or deleted (a project, a shoot) rolls
-// the adapter, and the events of that moment are lost. Here the adapter watches every namespace
-// without a list, and nothing restarts it.
+// the adapter, and the events of that moment are lost. Here the watchers watch every namespace
+// without a list, and nothing restarts them.
 //
 // Every event it sends carries the deployment's ceOverrides (cluster=source or cluster=target)
 // and, per seed, names its tenant (the shoot's control-plane namespace) in the tenant extension,
@@ -21,6 +25,7 @@ package clustersource
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"reflect"
@@ -31,15 +36,11 @@ import (
 	"github.com/cloudevents/sdk-go/v2/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"knative.dev/eventing/pkg/adapter/apiserver"
 	"knative.dev/eventing/pkg/adapter/v2"
-	kubeclient "knative.dev/pkg/client/injection/kube/client"
-	"knative.dev/pkg/injection/clients/dynamicclient"
-	"knative.dev/pkg/logging"
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
@@ -47,10 +48,10 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
-// The variables of the source's container that hold its adapters' configurations
-// (apiserver.Config): the kinds watched in Resource mode, and the confidential kinds watched in
-// Reference mode (Secrets: their content must not travel through the Broker). Knative's
-// adapter reads its own from K_SOURCE_CONFIG.
+// The variables of the source's container that hold its configurations, in the format of
+// Knative's ApiServerSource adapter (apiserver.Config): the kinds watched in Resource mode, and
+// the confidential kinds watched in Reference mode (Secrets: their content must not travel
+// through the Broker). Knative's adapter reads its own from K_SOURCE_CONFIG.
 const (
 	ResourcesConfigEnv  = "K_SOURCE_CONFIG"
 	ReferencesConfigEnv = "K_REFERENCES_CONFIG"
@@ -60,11 +61,20 @@ const (
 // runs in, or the Target (its tenants, or its one target).
 const WatchEnv = "WATCH"
 
-// AdapterEnvs are the environments of the adapters the process's environment configures, one
-// per mode (ResourcesConfigEnv, ReferencesConfigEnv), as Knative's adapter reads its own. They
-// are read while the process has a single goroutine (or under the caller's lock): each is read
-// with K_SOURCE_CONFIG set to its configuration, which is restored after.
-func AdapterEnvs() ([]adapter.EnvConfigAccessor, error) {
+// Adapter is one mode's watches, configured as Knative's ContainerSource and the deployment would
+// configure Knative's adapter: its environment (NAME, NAMESPACE, K_SINK, K_CE_OVERRIDES) and the
+// resources watched in that mode (K_SOURCE_CONFIG, apiserver.Config); a watcher runs for each of
+// those resources in every cluster watched.
+type Adapter struct {
+	Env    adapter.EnvConfigAccessor
+	Config apiserver.Config
+}
+
+// AdapterEnvs are the modes' watches the process's environment configures, one per mode
+// (ResourcesConfigEnv, ReferencesConfigEnv), read as Knative's adapter reads its own. They are
+// read while the process has a single goroutine (or under the caller's lock): each is read with
+// K_SOURCE_CONFIG set to its configuration, which is restored after.
+func AdapterEnvs() ([]Adapter, error) {
 	resources, hadResources := os.LookupEnv(ResourcesConfigEnv)
 	defer func() {
 		if hadResources {
@@ -73,28 +83,39 @@ func AdapterEnvs() ([]adapter.EnvConfigAccessor, error) {
 			_ = os.Unsetenv(ResourcesConfigEnv)
 		}
 	}()
-	var envs []adapter.EnvConfigAccessor
+	var adapters []Adapter
 	for _, config := range []string{resources, os.Getenv(ReferencesConfigEnv)} {
 		if config == "" {
 			continue
 		}
+		a := Adapter{}
+		if err := json.Unmarshal([]byte(config), &a.Config); err != nil {
+			return nil, fmt.Errorf("an adapter's configuration: %w", err)
+		}
+		if !a.Config.AllNamespaces {
+			// A watcher watches every namespace (sources.AdapterConfig): a configuration that
+			// names namespaces would be watched wider than it says.
+			return nil, fmt.Errorf("an adapter's configuration must watch all namespaces: %s", config)
+		}
 		if err := os.Setenv(ResourcesConfigEnv, config); err != nil {
 			return nil, err
 		}
-		envs = append(envs, adapter.ConstructEnvOrDie(apiserver.NewEnvConfig))
+		a.Env = adapter.ConstructEnvOrDie(apiserver.NewEnvConfig)
+		adapters = append(adapters, a)
 	}
-	if len(envs) == 0 {
+	if len(adapters) == 0 {
 		return nil, fmt.Errorf("neither %s nor %s configures a watch", ResourcesConfigEnv, ReferencesConfigEnv)
 	}
-	return envs, nil
+	return adapters, nil
 }
 
 // Options configure a cluster source.
 type Options struct {
-	// Adapters are the adapters' environments (NAME, NAMESPACE, K_SOURCE_CONFIG with the watched
-	// resources and mode, K_SINK), as Knative's ContainerSource and the deployment give them
-	// (AdapterEnvs): each runs once per cluster watched.
-	Adapters []adapter.EnvConfigAccessor
+	// Adapters are the modes' environments and configurations (NAME, NAMESPACE, K_SOURCE_CONFIG
+	// with the watched resources and mode, K_SINK), as Knative's ContainerSource and the
+	// deployment give them (AdapterEnvs): each of their resources is watched in every cluster
+	// watched.
+	Adapters []Adapter
 	// Sink sends the events; its overrides set the cluster extension.
 	Sink cloudevents.Client
 	// Single is the one cluster watched (the Source, or the target of a single-target
@@ -117,7 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 	m := newMetrics(opts.Registry)
 	if opts.Single != nil {
 		m.watched.Set(1)
-		return watch(ctx, opts, opts.Single, "")
+		return watchCluster(ctx, opts, opts.Single, "")
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = tenant.DefaultPrefix
@@ -144,13 +165,13 @@ type source struct {
 	wg      sync.WaitGroup
 }
 
-// watched is one tenant's running adapter and the access it was started with.
+// watched is one tenant's running watchers and the access they were started with.
 type watched struct {
 	cancel context.CancelFunc
 	access *rest.Config
 }
 
-// discover lists the tenants and brings the running adapters in line: new tenants start,
+// discover lists the tenants and brings the running watchers in line: new tenants start,
 // tenants gone stop, tenants whose access changed restart. A failed discovery changes nothing;
 // the next interval tries again.
 func (s *source) discover(ctx context.Context) {
@@ -210,8 +231,8 @@ func (s *source) start(ctx context.Context, t tenant.Name, access *rest.Config) 
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := watch(tctx, s.opts, access, t); err != nil {
-			s.opts.Log.Warnw("tenant's adapter ended; it starts again at the next discovery", "tenant", t, "error", err)
+		if err := watchCluster(tctx, s.opts, access, t); err != nil {
+			s.opts.Log.Warnw("tenant's client cannot be built; it is tried again at the next discovery", "tenant", t, "error", err)
 			s.mu.Lock()
 			if w := s.running[t]; w != nil && w.access == access {
 				delete(s.running, t)
@@ -249,15 +270,11 @@ func sameAccess(a, b *rest.Config) bool {
 		reflect.DeepEqual(a.CAData, b.CAData)
 }
 
-// watch runs Knative's ApiServerSource adapter against the cluster cfg reaches until ctx ends;
-// events of a tenant carry its name.
-func watch(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) error {
-	// The adapter asks its kube client for discovery only: a clientset of that alone, not of
-	// every API group (35 KiB less per tenant).
-	discover, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
+// watchCluster watches the cluster cfg reaches until ctx ends, or until no watcher is left (the
+// cluster serves none of the resources): one watcher per resource of every mode's configuration;
+// events of a tenant carry its name. It fails only when it cannot build the cluster's client; a
+// watcher retries its own failures.
+func watchCluster(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -266,33 +283,22 @@ func watch(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) e
 	if t != "" {
 		log = log.With("tenant", string(t))
 	}
-	ctx = logging.WithLogger(ctx, log)
-	ctx = context.WithValue(ctx, kubeclient.Key{}, kubernetes.Interface(&kubernetes.Clientset{DiscoveryClient: discover}))
-	ctx = context.WithValue(ctx, dynamicclient.Key{}, dynamic.Interface(dyn))
-	ctx = context.WithValue(ctx, apiserver.Key{}, cfg.Host)
 	var sink cloudevents.Client = opts.Sink
 	if t != "" {
 		sink = &tenantSink{Client: opts.Sink, tenant: string(t)}
 	}
-	// The adapters of one cluster live and die together: when one ends, the cluster is watched
-	// anew at the next discovery, all of it.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, len(opts.Adapters))
-	for _, env := range opts.Adapters {
-		go func() {
-			err := apiserver.NewAdapter(ctx, env, sink).Start(ctx)
-			cancel()
-			errs <- err
-		}()
-	}
-	var first error
-	for range opts.Adapters {
-		if err := <-errs; err != nil && first == nil {
-			first = fmt.Errorf("adapter: %w", err)
+	var wg sync.WaitGroup
+	for _, a := range opts.Adapters {
+		for _, r := range a.Config.Resources {
+			w := &watcher{
+				res: dyn.Resource(r.GVR), selector: r.LabelSelector, source: cfg.Host, name: a.Env.GetName(),
+				ref: a.Config.EventMode == sourcesv1.ReferenceMode, sink: sink, log: log.With("resource", r.GVR.String()),
+			}
+			wg.Go(func() { w.run(ctx) })
 		}
 	}
-	return first
+	wg.Wait()
+	return nil
 }
 
 // tenantSink names the tenant on every event it sends, sharing one connection pool to the sink
@@ -319,8 +325,8 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		watched:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "gardener_knative_cluster_source_tenants_watched", Help: "Targets whose adapter runs."}),
-		starts:            prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_tenant_starts_total", Help: "Tenant adapters started (new tenants, changed access, restarts)."}),
+		watched:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "gardener_knative_cluster_source_tenants_watched", Help: "Targets watched."}),
+		starts:            prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_tenant_starts_total", Help: "Tenants whose watches started (new tenants, changed access, restarts)."}),
 		unreachable:       prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_tenants_unreachable_total", Help: "Discoveries of a tenant that could not be reached (not enrolled, no token yet, seed errors)."}),
 		discoveryFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gardener_knative_cluster_source_discovery_failures_total", Help: "Failed LISTs of the seed's tenants."}),
 	}

@@ -56,10 +56,10 @@ func Generate(part function.Part, fns []*function.Function, plumbing sources.Plu
 	fmt.Fprintf(&buf, "# The event plumbing of the %s part's functions, derived from the registry (functions/registry.go):\n", part)
 	buf.WriteString("# the Broker, whose class, config and delivery (which every Trigger inherits) are the operator's\n")
 	buf.WriteString("# choice (docs/deployment.md, \"The Broker\"); one source per cluster watching the union of the\n")
-	buf.WriteString("# functions' kinds, a ContainerSource running Knative's ApiServerSource adapter on every namespace\n")
-	buf.WriteString("# (the Source) or every shoot of the seed (the Target), with its ServiceAccount and RBAC; one\n")
-	buf.WriteString("# Trigger per function, one PingSource per sweep, and the dead-letter sink. Regenerate with\n")
-	buf.WriteString("# `go run ./hack/genconfig` after changing a declaration.\n")
+	buf.WriteString("# functions' kinds, a ContainerSource of ours sending Knative's ApiServerSource events, on every\n")
+	buf.WriteString("# namespace (the Source) or every shoot of the seed (the Target), with its ServiceAccount and\n")
+	buf.WriteString("# RBAC; one Trigger per function, one PingSource per sweep, and the dead-letter sink. Regenerate\n")
+	buf.WriteString("# with `go run ./hack/genconfig` after changing a declaration.\n")
 	for _, obj := range append(objs, DeadLetterService(part.Namespace())) {
 		doc, err := Marshal(obj)
 		if err != nil {

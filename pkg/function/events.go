@@ -44,7 +44,7 @@ func unprocessable(format string, args ...any) error {
 	return &eventError{code: http.StatusUnprocessableEntity, reason: fmt.Sprintf(format, args...)}
 }
 
-// ClusterExtension is the CloudEvents extension a cluster's ApiServerSource sets (through its
+// ClusterExtension is the CloudEvents extension a cluster's source sets (through its
 // ceOverrides) to the cluster it watches; events without it come from the Source cluster.
 const ClusterExtension = "cluster"
 

@@ -7,11 +7,11 @@
 // Knative sources, Broker Triggers and RBAC in config/, the local landscape, the docs tables and
 // the functiontest harness. Nothing is declared twice.
 //
-// The runtime serves the CloudEvents that the shared ApiServerSource and the PingSources send
-// through the Broker, reads state with uncached clients, runs sweeps over one paginated LIST per
-// kind, gives reconcilers a Writer that makes every write optimistic and never drops fields the
-// API types do not know, and answers each event with the status code that makes the sender
-// retry exactly when retrying can help.
+// The runtime serves the CloudEvents that the shared cluster sources (ApiServerSource events) and
+// the PingSources send through the Broker, reads state with uncached clients, runs sweeps over
+// one paginated LIST per kind, gives reconcilers a Writer that makes every write optimistic and
+// never drops fields the API types do not know, and answers each event with the status code that
+// makes the sender retry exactly when retrying can help.
 package function
 
 import (
@@ -50,7 +50,7 @@ const (
 )
 
 // Kind is an API kind a function watches or lists, with the resource (plural) the API serves
-// it as: Knative's sources, RBAC and the sweeps' LISTs address resources, not kinds.
+// it as: the cluster sources, RBAC and the sweeps' LISTs address resources, not kinds.
 type Kind struct {
 	schema.GroupVersionKind
 	Resource   string

@@ -37,7 +37,7 @@ type Config struct {
 	// minute or more apart; a connection kept open between them costs about 150 KiB per shoot in
 	// each per-seed function (docs/testing.md, "Idle tenant connections closed").
 	TenantIdleConnTimeout time.Duration `envconfig:"TENANT_IDLE_CONN_TIMEOUT" default:"10s"`
-	// EventTimeout is one event's budget. The Broker acknowledges the adapter at once and
+	// EventTimeout is one event's budget. The Broker acknowledges the source at once and
 	// delivers asynchronously, so a slow event holds back nothing but its own slot; a budget
 	// shorter than a loaded reconcile only makes the Broker send it again and the work be done
 	// twice. Gardener bounds a reconcile by its controller's ReconciliationTimeout (GRM's

@@ -1,9 +1,9 @@
 // Package landscape brings up a local gardener-knative landscape: a real kube-apiserver and
 // etcd with the Gardener CRDs, every function of the registry built and run as a local process
-// (exactly as `go build ./functions/<name>` gives it), and Knative's real source adapters
-// in-process feeding them; for functions that work on a seed, a second control plane standing
-// for it and an in-process OCI registry with a sample chart. `make run` and the end-to-end tests
-// use it.
+// (exactly as `go build ./functions/<name>` gives it), and the real event sources in-process
+// feeding them (pkg/localsources: our cluster sources, Knative's PingSource runner); for
+// functions that work on a seed, a second control plane standing for it and an in-process OCI
+// registry with a sample chart. `make run` and the end-to-end tests use it.
 package landscape
 
 import (
@@ -54,7 +54,7 @@ type Options struct {
 	Env map[string][]string
 	// FunctionOutput receives the functions' log lines, each prefixed with its name.
 	FunctionOutput func(function string) io.Writer
-	// SourceLogger receives the source adapters' logs.
+	// SourceLogger receives the event sources' logs.
 	SourceLogger *zap.SugaredLogger
 	// Replicas is the number of processes of each function behind its URL, taking requests in
 	// turn, as Knative's scaling out puts several pods behind a Service; 0 means 1.
@@ -146,7 +146,7 @@ type replica struct {
 }
 
 // Start starts the control plane and the functions; the sources start with StartSources, so
-// that callers can create objects that exist before any adapter watches (they get no event).
+// that callers can create objects that exist before any source watches (they get no event).
 func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if opts.Functions == nil {
 		opts.Functions = functions.All
@@ -382,7 +382,7 @@ func (l *Landscape) waitReady(ctx context.Context, name, url string) error {
 	return fmt.Errorf("function %s not ready at %s after 30s", name, url)
 }
 
-// StartSources starts Knative's source adapters for every function, with ping schedules
+// StartSources starts the event sources for every function (pkg/localsources), with ping schedules
 // overridden by schedules (PingSource name, e.g. "bastion-resync" → cron expression).
 func (l *Landscape) StartSources(ctx context.Context, schedules map[string]string) error {
 	if l.sources != nil {
@@ -411,7 +411,7 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 // Sources are the running sources (nil before StartSources).
 func (l *Landscape) Sources() *localsources.Sources { return l.sources }
 
-// StopSources stops the source adapters.
+// StopSources stops the event sources.
 func (l *Landscape) StopSources() error {
 	if l.sources == nil {
 		return nil

@@ -1,9 +1,9 @@
 // Package localsources runs the event plumbing config/ deploys (sources.Objects) in-process:
-// the cluster sources (Knative's real ApiServerSource adapter, pkg/clustersource) and Knative's
-// real PingSource runner, sending to an in-process Broker that routes with the generated
-// Triggers through Knative's own filter code, so that a local landscape and the end-to-end tests
-// deliver exactly the events a Knative cluster would, with the same encoding, attributes,
-// routing, retries and (lack of) replay.
+// the cluster sources (pkg/clustersource, as sources/clusters runs them: our watchers, sending
+// Knative's ApiServerSource events) and Knative's real PingSource runner, sending to an in-process
+// Broker that routes with the generated Triggers through Knative's own filter code, so that a
+// local landscape and the end-to-end tests deliver exactly the events a Knative cluster would,
+// with the same encoding, attributes, routing, retries and (lack of) replay.
 package localsources
 
 import (
@@ -80,8 +80,8 @@ type Sources struct {
 	Broker *Broker
 	Relay  *FaultRelay
 
-	// The cluster sources (Knative's ApiServerSource adapters) run apart, so that they can be
-	// restarted as an adapter pod is.
+	// The cluster sources (pkg/clustersource) run apart, so that they can be restarted as their
+	// pod is.
 	clusterSources []clustersource.Options
 	adaptersMu     sync.Mutex
 	stopAdapters   context.CancelFunc
@@ -89,9 +89,8 @@ type Sources struct {
 }
 
 // Start runs the event plumbing of fns (sources.Objects) until ctx ends or Stop is called:
-// the cluster sources (Knative's ApiServerSource adapter) and Knative's PingSource runner, both
-// sending to an in-process Broker that routes by the generated Triggers with Knative's own
-// filter code.
+// the cluster sources (pkg/clustersource) and Knative's PingSource runner, both sending to an
+// in-process Broker that routes by the generated Triggers with Knative's own filter code.
 func Start(ctx context.Context, fns []*function.Function, opts Options) (*Sources, error) {
 	mode := opts.Target.Mode
 	if mode == "" {
@@ -188,9 +187,9 @@ func (s *Sources) startAdapters() {
 	}
 }
 
-// RestartAdapters stops the cluster sources and starts them again, as Kubernetes restarts an
-// adapter's pod: the events of changes in between are lost, the new adapters replay nothing.
-func (s *Sources) RestartAdapters() {
+// RestartSources stops the cluster sources and starts them again, as Kubernetes restarts a
+// source's pod: the events of changes in between are lost, the new watchers replay nothing.
+func (s *Sources) RestartSources() {
 	s.adaptersMu.Lock()
 	defer s.adaptersMu.Unlock()
 	s.stopAdapters()
@@ -222,8 +221,9 @@ func (s *Sources) Stop() error {
 	return nil
 }
 
-// envMu serialises the environment juggling of withEnv: Knative's adapters read their settings
-// only through envconfig from the process environment.
+// envMu serialises the environment juggling of withEnv: Knative's adapter code reads the cluster
+// sources' settings (adapter.EnvConfigAccessor) only through envconfig from the process
+// environment.
 var envMu sync.Mutex
 
 // withEnv runs f with vars set in the process environment, and restores it afterwards.
@@ -243,10 +243,10 @@ func withEnv(vars map[string]string, f func() error) error {
 	return f()
 }
 
-// AdapterEnvs are the environments of Knative's adapters in a cluster source's pod (one per
+// AdapterEnvs are the settings of a cluster source's pod, in Knative's adapter format (one per
 // mode it watches in): their own variables from the ContainerSource's container, the sink and
 // overrides as Knative's SinkBinding injects them.
-func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]adapter.EnvConfigAccessor, error) {
+func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]clustersource.Adapter, error) {
 	// No sink timeout, as Knative's controller configures the adapter (it warns otherwise).
 	vars := map[string]string{"K_SINK": sink, "K_SINK_TIMEOUT": "-1", clustersource.ResourcesConfigEnv: "", clustersource.ReferencesConfigEnv: ""}
 	for _, e := range source.Spec.Template.Spec.Containers[0].Env {
@@ -262,7 +262,7 @@ func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]adapter.EnvC
 		return nil, err
 	}
 	vars["K_CE_OVERRIDES"] = string(overrides)
-	var envs []adapter.EnvConfigAccessor
+	var envs []clustersource.Adapter
 	if err := withEnv(vars, func() (err error) {
 		envs, err = clustersource.AdapterEnvs()
 		return err
@@ -273,14 +273,14 @@ func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]adapter.EnvC
 }
 
 // clusterSourceOptions configures a cluster source as its ContainerSource would run it: the
-// adapter's environment from the container's, the sink and overrides as Knative's SinkBinding
+// watches' settings from the container's, the sink and overrides as Knative's SinkBinding
 // injects them; the Source's source watches opts.Config's cluster.
 func clusterSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Options) (clustersource.Options, error) {
 	envs, err := AdapterEnvs(source, sink)
 	if err != nil {
 		return clustersource.Options{}, err
 	}
-	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})
+	ceClient, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0].Env})
 	if err != nil {
 		return clustersource.Options{}, fmt.Errorf("ContainerSource %s: %w", source.Name, err)
 	}

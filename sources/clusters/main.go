@@ -1,8 +1,9 @@
 // Command clusters is the event source of the clusters the functions watch, deployed as a Knative
-// ContainerSource (which gives it its sink and the cluster extension's override), running
-// Knative's ApiServerSource adapter (see pkg/clustersource): with WATCH=source for the cluster
-// it runs in (source-cluster), with WATCH=target for every shoot of the seed (MULTI_TENANT) or
-// for the one TARGET_KUBECONFIG names (target-clusters).
+// ContainerSource (which gives it its sink and the cluster extension's override): our watchers,
+// configured as Knative's ApiServerSource adapter is and sending its events (see
+// pkg/clustersource), with WATCH=source for the cluster it runs in (source-cluster), with
+// WATCH=target for every shoot of the seed (MULTI_TENANT) or for the one TARGET_KUBECONFIG names
+// (target-clusters).
 package main
 
 import (
@@ -21,9 +22,9 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
-// config is the process's own settings; the adapters' (NAME, NAMESPACE, K_SINK,
-// K_SOURCE_CONFIG, K_CE_OVERRIDES) are Knative's, with K_REFERENCES_CONFIG for the kinds watched
-// in Reference mode.
+// config is the process's own settings; the watches' (NAME, NAMESPACE, K_SINK,
+// K_SOURCE_CONFIG, K_CE_OVERRIDES) are Knative's adapter's, with K_REFERENCES_CONFIG for the
+// kinds watched in Reference mode.
 type config struct {
 	bootstrap.Config
 	clients.Tenancy
@@ -54,8 +55,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// One client to the sink for all adapters: the sink and overrides are the container's.
-	sink, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})
+	// One client to the sink for both modes: the sink and overrides are the container's.
+	sink, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0].Env})
 	if err != nil {
 		return err
 	}
@@ -85,9 +86,9 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	// The source ends only with ctx, or when the adapters of its one cluster fail: then the
-	// process exits, so that Kubernetes restarts it rather than keep a Ready pod that watches
-	// nothing.
+	// The source ends only with ctx, or when the client of its one cluster cannot be built (failed
+	// LISTs and watches are retried, unserved kinds asked for again): then the process exits, so
+	// that Kubernetes restarts it rather than keep a Ready pod that watches nothing.
 	running, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go func() {

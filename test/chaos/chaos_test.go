@@ -1,6 +1,6 @@
-// Package chaos runs the whole local landscape (every function as a process, Knative's real
-// ApiServerSource adapter and PingSource runner) through faults between the sources and the
-// Broker, in its processes and in its adapters, drives the same script of creates, updates and
+// Package chaos runs the whole local landscape (every function as a process, the real cluster
+// sources and Knative's PingSource runner) through faults between the sources and the Broker, in
+// its processes and in its cluster sources, drives the same script of creates, updates and
 // deletes through every function in each run, and compares the state of every object after one
 // sweep period with a fault-free run of the script (`make chaos`; docs/testing.md).
 package chaos
@@ -70,8 +70,8 @@ type scenario struct {
 	// name names its subtest; what, its row of the report.
 	name, what string
 	faults     localsources.Faults
-	// restartAdapters restarts the ApiServerSource adapters twice while the faults last.
-	restartAdapters bool
+	// restartSources restarts the cluster sources twice while the faults last.
+	restartSources bool
 	// killMidSweep SIGKILLs each function once while it is sweeping, and starts it again.
 	killMidSweep bool
 	// replicas of every function behind its URL.
@@ -84,15 +84,15 @@ var scenarios = []scenario{
 	{name: "duplicate", what: "duplicate up to 3 times", faults: localsources.Faults{MaxDuplicates: 3}},
 	{name: "reorder", what: "reorder within 2 s", faults: localsources.Faults{Reorder: 2 * time.Second}},
 	{name: "delay", what: "delay up to 5 s", faults: localsources.Faults{Delay: 5 * time.Second}},
-	{name: "adapter-restarts", what: "restart the adapters twice", restartAdapters: true},
+	{name: "source-restarts", what: "restart the cluster sources twice", restartSources: true},
 	{name: "sigkill-mid-sweep", what: "SIGKILL each function mid-sweep, then start it", killMidSweep: true},
 	{name: "two-replicas", what: "two replicas of every function", replicas: 2},
 	{name: "all", what: "all combined", faults: localsources.Faults{Drop: 0.3, MaxDuplicates: 3, Reorder: 2 * time.Second, Delay: 5 * time.Second},
-		restartAdapters: true, killMidSweep: true, replicas: 2},
+		restartSources: true, killMidSweep: true, replicas: 2},
 }
 
 func TestMain(m *testing.M) {
-	// The adapters' reflectors log through klog, envtest's clients through controller-runtime.
+	// client-go logs through klog, envtest's clients through controller-runtime.
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
 	ctrllog.SetLogger(logr.Discard())
@@ -100,7 +100,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestWholeLandscapeConvergesUnderFaults is issue 16's event chaos: every function, fed by
-// Knative's real adapters through a fault-injecting relay in front of the Broker, ends where a
+// the real cluster sources through a fault-injecting relay in front of the Broker, ends where a
 // fault-free run of the same script ends.
 func TestWholeLandscapeConvergesUnderFaults(t *testing.T) {
 	if os.Getenv("CHAOS") == "" {
@@ -235,22 +235,22 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 	t.Logf("%s: samples created in %s", sc.name, time.Since(start).Round(time.Millisecond))
 	stopFollowing := s.follow()
 	restarts := 0
-	restartAdapters := func(window time.Duration) {
-		if sc.restartAdapters {
+	restartSources := func(window time.Duration) {
+		if sc.restartSources {
 			time.Sleep(time.Duration(rng.Int63n(int64(window))))
-			land.Sources().RestartAdapters()
+			land.Sources().RestartSources()
 			restarts++
 		}
 	}
 	created := time.Now()
-	restartAdapters(4 * time.Second)
+	restartSources(4 * time.Second)
 	if err := pings.waitSwept(created, 20*time.Second); err != nil {
 		t.Logf("%s: %v", sc.name, err) // the script goes on: a run that is late shows in its snapshot
 	}
 	t.Logf("%s: every function swept %s after the samples' creation", sc.name, time.Since(created).Round(time.Millisecond))
 	require.NoError(t, s.change(ctx), "%s: updating and deleting", sc.name)
 	end := max(faultsEnd, time.Since(start)+faultsLast)
-	restartAdapters(end - time.Since(start))
+	restartSources(end - time.Since(start))
 	time.Sleep(end - time.Since(start))
 
 	// The faults end; one sweep period later every object must be where the fault-free run left it.
@@ -293,8 +293,8 @@ func run(t *testing.T, sc scenario, seed int64) outcome {
 
 	stats := relay.Stats()
 	done := fmt.Sprintf("%d events: %d dropped, %d duplicates, %d held back", stats.Received, stats.Dropped, stats.Duplicates, stats.Held)
-	if sc.restartAdapters {
-		done += fmt.Sprintf("; adapters restarted %d times", restarts)
+	if sc.restartSources {
+		done += fmt.Sprintf("; cluster sources restarted %d times", restarts)
 	}
 	if sc.killMidSweep {
 		done += fmt.Sprintf("; %d of %d functions killed mid-sweep (%d kills)", pings.killedMidSweep(), len(functions.All), pings.kills.Load())

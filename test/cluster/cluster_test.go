@@ -1,8 +1,8 @@
 // Package cluster_test drives gardener-knative as an operator installs it, a release of config/
 // applied with kubectl (hack/cluster.sh release and deploy), on the one-node cluster of
 // hack/cluster.sh: Knative Serving and Eventing built from source, every function and webhook a
-// Knative Service on real pods, fed by Knative's own adapter code (in our cluster sources' pods)
-// through a real Broker, called by a real kube-apiserver (docs/cluster.md).
+// Knative Service on real pods, fed by our cluster sources' pods (Knative's ApiServerSource
+// events) through a real Broker, called by a real kube-apiserver (docs/cluster.md).
 //
 //	make e2e-cluster      # up, release, deploy, this suite, down
 //
@@ -389,7 +389,7 @@ func sourceGenerations(t *testing.T) map[string]int64 {
 }
 
 // orphanBastion creates a Bastion whose Shoot does not exist and times until the bastion function
-// has deleted it: the source-cluster pod (Knative's adapter), Broker, Trigger filter, (activator
+// has deleted it: the source-cluster pod (our watchers), Broker, Trigger filter, (activator
 // and a new pod when at zero), the function's reads and its DELETE.
 func orphanBastion(t *testing.T, ns, name string) time.Duration {
 	t.Helper()

@@ -1,6 +1,6 @@
 // Package e2e runs the function binaries as processes against a real kube-apiserver and etcd,
-// fed by Knative's real ApiServerSource adapter and PingSource runner (in-process), and
-// watches them converge the cluster.
+// fed by the real cluster sources and Knative's PingSource runner (in-process), and watches them
+// converge the cluster.
 package e2e
 
 import (
@@ -72,12 +72,12 @@ func startSources(t *testing.T, schedules map[string]string) {
 	t.Cleanup(func() { require.NoError(t, land.StopSources()) })
 }
 
-// startSourcesAndWaitForTheShootWatch starts the sources and returns once the adapter delivers
-// Shoot events: each watch starts after an initial LIST whose objects produce no event, and
-// the adapter gives no other sign. A canary Bastion created before the sources got no event of
-// its own; its Shoot is moved to another seed, again and again, until the Shoot's event takes
-// the Bastion. (The adapter starts its watches one by one: the Bastion watch may run before the
-// Shoot watch, so a Bastion's disappearance alone proves nothing about Shoots.)
+// startSourcesAndWaitForTheShootWatch starts the sources and returns once the source delivers
+// Shoot events: each watch starts after an initial LIST that produces no event, and the source
+// gives no other sign. A canary Bastion created before the sources got no event of its own; its
+// Shoot is moved to another seed, again and again, until the Shoot's event takes the Bastion.
+// (Each kind's watch starts on its own: the Bastion watch may run before the Shoot watch, so a
+// Bastion's disappearance alone proves nothing about Shoots.)
 func startSourcesAndWaitForTheShootWatch(t *testing.T, schedules map[string]string) {
 	t.Helper()
 	ns := namespace(t)
@@ -85,11 +85,11 @@ func startSourcesAndWaitForTheShootWatch(t *testing.T, schedules map[string]stri
 	canary := createBastion(t, ns, "canary", shoot.Name, time.Now().Add(time.Hour))
 	startSources(t, schedules)
 	touchUntil(t, shoot, func(i int) { shoot.Spec.SeedName = ptr.To(fmt.Sprintf("elsewhere-%d", i)) }, gone(canary),
-		"the adapter delivered no Shoot event")
+		"the source delivered no Shoot event")
 }
 
 // touchUntil waits for condition, changing obj with touch every half second while it does not
-// hold: the ApiServerSource adapter starts its watches after an initial LIST without any sign,
+// hold: the cluster source starts its watches after an initial LIST without any sign,
 // and an object changed before its watch ran caused no event; the next change is one.
 func touchUntil(t *testing.T, obj client.Object, touch func(i int), condition func() bool, msg string) {
 	t.Helper()
@@ -172,8 +172,8 @@ func TestSweepDeletesExpiredBastion(t *testing.T) {
 	assert.False(t, gone(live)(), "a live Bastion stays")
 }
 
-// ApiServerSource does not replay objects that exist when it starts: only the sweep can find
-// a Bastion orphaned before the adapter ran.
+// The cluster source does not replay objects that exist when it starts: only the sweep can find
+// a Bastion orphaned before the source ran.
 func TestSweepConvergesObjectsThatExistedBeforeTheSources(t *testing.T) {
 	ns := namespace(t)
 	orphan := createBastion(t, ns, "orphan", "never-existed", time.Now().Add(time.Hour))

@@ -16,10 +16,10 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 )
 
-// GRM per seed, on events alone, through Knative's real adapters: a ManagedResource created in
+// GRM per seed, on events alone, through the real cluster sources: a ManagedResource created in
 // the seed's namespace of the landscape's shoot (tenant shoot--local--demo) is applied into the
-// shoot; a manual edit there reaches the function through the target source (Knative's adapter
-// for that tenant, the tenant extension) and is reverted; the health function reports it
+// shoot; a manual edit there reaches the function through the target source (its watchers of
+// that tenant, the tenant extension) and is reverted; the health function reports it
 // healthy; deleting the ManagedResource deletes its objects from the shoot.
 func TestManagedResourceAppliedIntoTheShootOnEvents(t *testing.T) {
 	ctx := context.Background()
@@ -36,7 +36,7 @@ func TestManagedResourceAppliedIntoTheShootOnEvents(t *testing.T) {
 	}
 	require.NoError(t, seed.Create(ctx, mr))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
-	// The adapter's watch of ManagedResources may start after the creation: touch it until then.
+	// The source's watch of ManagedResources may start after the creation: touch it until then.
 	touchUntil(t, mr, annotateOperation(mr), func() bool { return exists(shoot, cm) }, "the ManagedResource is applied into the shoot")
 
 	// A manual edit in the shoot is reverted on its own event; the target source's watches

@@ -204,9 +204,9 @@ func (h *Harness) Post(event cloudevents.Event) (int, string) {
 	return resp.StatusCode, string(bytes.TrimSpace(body))
 }
 
-// Event builds the ApiServerSource event Knative's adapter sends about obj ("add", "update" or
-// "delete"), from the source cluster: in Resource mode, or in Reference mode for confidential
-// kinds (Secrets), as the source cluster's source runs them.
+// Event builds the ApiServerSource event the cluster source sends about obj ("add", "update" or
+// "delete"; Knative's event code, as the source's), from the source cluster: in Resource mode, or
+// in Reference mode for confidential kinds (Secrets), as the source cluster's source runs them.
 func (h *Harness) Event(verb string, obj client.Object) cloudevents.Event {
 	h.t.Helper()
 	reference, kind := false, ToUnstructured(h.t, obj).GroupVersionKind().GroupKind()
@@ -313,8 +313,8 @@ func Touched[T client.Object](t testing.TB, c client.Client, obj T) T {
 	return obj
 }
 
-// ToUnstructured converts a typed object to the unstructured form the adapter sends, with its
-// apiVersion and kind set.
+// ToUnstructured converts a typed object to the unstructured form the cluster source sends,
+// with its apiVersion and kind set.
 func ToUnstructured(t testing.TB, obj client.Object) *unstructured.Unstructured {
 	t.Helper()
 	if u, ok := obj.(*unstructured.Unstructured); ok {

@@ -161,8 +161,8 @@ func (c *Clients) Client(ctx context.Context, t tenant.Name) (client.Client, err
 	return entry.client, err
 }
 
-// Config returns the REST configuration of the tenant's client (e.g. for Knative's source
-// adapter, which builds its own clients), with the same errors as Client.
+// Config returns the REST configuration of the tenant's client (e.g. for the cluster source,
+// which builds its own dynamic client), with the same errors as Client.
 func (c *Clients) Config(ctx context.Context, t tenant.Name) (*rest.Config, error) {
 	entry, err := c.get(ctx, t)
 	if err != nil {

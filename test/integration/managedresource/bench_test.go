@@ -111,13 +111,14 @@ func measureBoth(h *functiontest.Harness, do func()) (source, target map[string]
 	return source, target
 }
 
-// BenchmarkTargetSourcePerSeed runs the target source (Knative's adapter once per tenant) for
+// BenchmarkTargetSourcePerSeed runs the target source (its watchers once per tenant) for
 // 100 tenants of one seed, all enrolled against the shoot control plane shootB (tenants share a
 // kube-apiserver here to save memory: each has its own Cluster, access Secrets, client, REST
 // configuration and watches, as on a real seed), watching the Target kinds of the registry's
-// functions. Reported: the live heap per tenant once all watch, the discovery's LISTs per
-// interval, and the always-on pods (one, whatever the number of tenants). BENCH_HEAP_PROFILE=file
-// writes the heap's profile there while every tenant watches.
+// functions. Reported: the live heap, goroutines and stack memory per tenant once all watch, the
+// discovery's LISTs per interval, and the always-on pods (one, whatever the number of tenants).
+// BENCH_HEAP_PROFILE=file writes the heap's profile there while every tenant watches, and the
+// goroutines' to file.goroutines.
 func BenchmarkTargetSourcePerSeed(b *testing.B) {
 	const tenants = 100
 	if os.Getenv("BENCH_HEAP_PROFILE") != "" {
@@ -175,8 +176,8 @@ func BenchmarkTargetSourcePerSeed(b *testing.B) {
 		}
 		after := liveHeap()
 		perTenant = float64(after-before) / tenants
-		// Goroutines' stacks are not in the heap: each watch runs a few (the reflector's and its
-		// stream's, Knative's adapter's around them).
+		// Goroutines' stacks are not in the heap: each watch runs three (the watcher's, its
+		// stream's decoder and its HTTP/2 stream).
 		goroutinesPerTenant = float64(runtime.NumGoroutine()-goroutinesBefore) / tenants
 		stackPerTenant = float64(stackInUse()-stackBefore) / tenants
 		if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
@@ -264,7 +265,7 @@ func BenchmarkTargetEventLatency(b *testing.B) {
 	go func() {
 		_ = clustersource.Run(runCtx, clustersource.Options{Adapters: envs, Sink: ce, Seed: seedClient, Tenants: access, Prefix: "shoot--p--", Interval: time.Second, PageSize: 500, Log: zap.NewNop().Sugar()})
 	}()
-	time.Sleep(3 * time.Second) // the adapter's watches start
+	time.Sleep(3 * time.Second) // the watches start
 
 	var latencies []time.Duration
 	for b.Loop() {
@@ -285,9 +286,9 @@ func BenchmarkTargetEventLatency(b *testing.B) {
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// targetSource is the registry's GRM functions' target source, with its adapters' environments
-// for the sink, and a client of the sink.
-func targetSource(b *testing.B, sink string) ([]adapter.EnvConfigAccessor, cloudevents.Client) {
+// targetSource is the registry's GRM functions' target source: its modes' settings
+// (clustersource.Adapter) for the sink, and a client of the sink.
+func targetSource(b *testing.B, sink string) ([]clustersource.Adapter, cloudevents.Client) {
 	b.Helper()
 	objs, err := sources.Objects([]*function.Function{managedresource.Function, health.Function, garbagecollector.Function})
 	require.NoError(b, err)
@@ -295,7 +296,7 @@ func targetSource(b *testing.B, sink string) ([]adapter.EnvConfigAccessor, cloud
 		if cs, ok := o.(*sourcesv1.ContainerSource); ok && cs.Name == sources.SourceName(function.Target) {
 			envs, err := localsources.AdapterEnvs(cs, sink)
 			require.NoError(b, err)
-			ce, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0]})
+			ce, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0].Env})
 			require.NoError(b, err)
 			return envs, ce
 		}

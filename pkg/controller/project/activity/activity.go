@@ -95,8 +95,9 @@ func Watches(reconciler string) []function.Watch {
 // specification. A new object has no observed generation yet, so its create passes too.
 //
 // Gardener also drops creates of objects older than an hour, which its informers replay on every
-// restart. Knative's source replays nothing (its store ignores the initial list), so every add it
-// sends is a real create.
+// restart. Our cluster source replays nothing (it lists at most one object to begin, and sends no
+// event for what changed while its watch's place was gone), so every add it sends is a real
+// create.
 func CreatedDeletedOrSpecChanged(ev function.Event) bool {
 	if ev.Deleted || ev.Object == nil {
 		return true

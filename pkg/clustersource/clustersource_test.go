@@ -1,0 +1,28 @@
+package clustersource
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The adapters are read from both modes' configurations; one that names namespaces is refused,
+// since a watcher watches every namespace.
+func TestAdapterEnvs(t *testing.T) {
+	t.Setenv("NAME", "target-clusters")
+	t.Setenv(ResourcesConfigEnv, `{"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"namespaces"}}],"mode":"Resource"}`)
+	t.Setenv(ReferencesConfigEnv, `{"allNamespaces":true,"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`)
+	adapters, err := AdapterEnvs()
+	require.NoError(t, err)
+	require.Len(t, adapters, 2)
+	assert.Equal(t, "namespaces", adapters[0].Config.Resources[0].GVR.Resource)
+	assert.Equal(t, "Resource", adapters[0].Config.EventMode)
+	assert.Equal(t, "secrets", adapters[1].Config.Resources[0].GVR.Resource)
+	assert.Equal(t, "Reference", adapters[1].Config.EventMode)
+	assert.Equal(t, "target-clusters", adapters[1].Env.GetName())
+
+	t.Setenv(ReferencesConfigEnv, `{"namespaces":["garden"],"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`)
+	_, err = AdapterEnvs()
+	assert.ErrorContains(t, err, "must watch all namespaces")
+}

@@ -420,6 +420,14 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		}
 		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
 	}
+	fmt.Fprintln(out, "\nOur processes' anonymous RSS (RssAnon: without their binaries' file pages), mean over the window:")
+	for _, r := range results {
+		var parts []string
+		for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
+			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.window.anon[name])))
+		}
+		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
+	}
 	fmt.Fprintln(out, "\nOur processes' live heap right after the window (after a collection; RSS adds the runtime, the binary and what the collector keeps):")
 	for _, r := range results {
 		var parts []string
@@ -481,7 +489,11 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		for _, measure := range []struct {
 			name string
 			of   func(sideResult) map[string]int64
-		}{{"RSS mean", func(s sideResult) map[string]int64 { return s.window.rss }}, {"live heap", func(s sideResult) map[string]int64 { return s.live }}} {
+		}{
+			{"RSS mean", func(s sideResult) map[string]int64 { return s.window.rss }},
+			{"anonymous RSS mean", func(s sideResult) map[string]int64 { return s.window.anon }},
+			{"live heap", func(s sideResult) map[string]int64 { return s.live }},
+		} {
 			ys := make([]float64, len(results))
 			for i, r := range results {
 				for _, name := range part.procs {

@@ -57,6 +57,11 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 	for _, name := range profiledProcesses() {
 		assert.Positive(t, results[0].ours.live[name], "%s's live heap", name)
 	}
+	for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
+		assert.Positive(t, results[0].ours.window.anon[name], "%s's anonymous RSS", name)
+		assert.Less(t, results[0].ours.window.anon[name], results[0].ours.window.rss[name], "%s: RssAnon leaves out the binary's pages", name)
+	}
+	assert.Contains(t, out.String(), "anonymous RSS (RssAnon")
 	assert.Contains(t, out.String(), "live heap right after the window")
 	for _, side := range []string{"ours", "Gardener"} {
 		assert.Contains(t, out.String(), fmt.Sprintf("3  %s ", side), "a row of %s in:\n%s", side, out.String())

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
+	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
@@ -332,6 +333,7 @@ func runSource(raw string) error {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		return fmt.Errorf("%s: %w", sourceRoleEnv, err)
 	}
+	clustersource.SetGCPercent()
 	serveProfiles(spec.Debug)
 	cfg, err := ctrlconfig.GetConfig()
 	if err != nil {

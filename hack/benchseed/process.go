@@ -114,11 +114,12 @@ func (p *process) stop() {
 	}
 }
 
-// usage is what /proc tells of a process now: resident memory (VmRSS), its peak (VmHWM), and
-// the CPU time it used so far (user and system).
+// usage is what /proc tells of a process now: resident memory (VmRSS), its anonymous part
+// (RssAnon: heap, stacks and the runtime's, without the binary's file pages), its peak (VmHWM),
+// and the CPU time it used so far (user and system).
 type usage struct {
-	rss, peak int64 // bytes
-	cpu       time.Duration
+	rss, anon, peak int64 // bytes
+	cpu             time.Duration
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux platform Go
@@ -135,6 +136,9 @@ func (p *process) usage() (usage, error) {
 	for line := range strings.Lines(string(status)) {
 		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			u.rss = kibibytes(kb)
+		}
+		if kb, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			u.anon = kibibytes(kb)
 		}
 		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			u.peak = kibibytes(kb)

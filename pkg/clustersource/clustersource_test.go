@@ -1,6 +1,8 @@
 package clustersource
 
 import (
+	"os"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,4 +27,19 @@ func TestAdapterEnvs(t *testing.T) {
 	t.Setenv(ReferencesConfigEnv, `{"namespaces":["garden"],"resources":[{"gvr":{"Group":"","Version":"v1","Resource":"secrets"}}],"mode":"Reference"}`)
 	_, err = AdapterEnvs()
 	assert.ErrorContains(t, err, "must watch all namespaces")
+}
+
+// A cluster source collects at GCPercent, unless its environment sets GOGC.
+func TestSetGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	t.Setenv("GOGC", "")
+	require.NoError(t, os.Unsetenv("GOGC"))
+	SetGCPercent()
+	assert.Equal(t, GCPercent, debug.SetGCPercent(100), "no GOGC in the environment")
+
+	t.Setenv("GOGC", "200")
+	SetGCPercent()
+	assert.Equal(t, 100, debug.SetGCPercent(100), "the environment's GOGC is left as the runtime read it")
 }

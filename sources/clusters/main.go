@@ -36,7 +36,10 @@ type config struct {
 	ListPageSize      int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
 }
 
-func main() { bootstrap.Main("cluster source", run) }
+func main() {
+	clustersource.SetGCPercent()
+	bootstrap.Main("cluster source", run)
+}
 
 func run(ctx context.Context) error {
 	var cfg config

@@ -412,30 +412,13 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		}
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(out, "\nOur processes' RSS, mean over the window:")
-	for _, r := range results {
-		var parts []string
-		for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
-			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.window.rss[name])))
-		}
-		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
-	}
-	fmt.Fprintln(out, "\nOur processes' anonymous RSS (RssAnon: without their binaries' file pages), mean over the window:")
-	for _, r := range results {
-		var parts []string
-		for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
-			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.window.anon[name])))
-		}
-		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
-	}
-	fmt.Fprintln(out, "\nOur processes' live heap right after the window (after a collection; RSS adds the runtime, the binary and what the collector keeps):")
-	for _, r := range results {
-		var parts []string
-		for _, name := range profiledProcesses() {
-			parts = append(parts, fmt.Sprintf("%s %s", name, mib(r.ours.live[name])))
-		}
-		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
-	}
+	everyProcess := append(servingProcesses(), sourceProcess, brokerProcess)
+	printPerProcess(out, results, "Our processes' RSS, mean over the window", everyProcess,
+		func(s sideResult) map[string]int64 { return s.window.rss })
+	printPerProcess(out, results, "Our processes' anonymous RSS (RssAnon: without their binaries' file pages), mean over the window", everyProcess,
+		func(s sideResult) map[string]int64 { return s.window.anon })
+	printPerProcess(out, results, "Our processes' live heap right after the window (after a collection; RSS adds the runtime, the binary and what the collector keeps)", profiledProcesses(),
+		func(s sideResult) map[string]int64 { return s.live })
 
 	ns := make([]int, len(results))
 	for i, r := range results {
@@ -506,6 +489,18 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+// printPerProcess prints, under title, one line per size with of(our side) for each of names.
+func printPerProcess(out io.Writer, results []sizeResult, title string, names []string, of func(sideResult) map[string]int64) {
+	fmt.Fprintf(out, "\n%s:\n", title)
+	for _, r := range results {
+		parts := make([]string, 0, len(names))
+		for _, name := range names {
+			parts = append(parts, fmt.Sprintf("%s %s", name, mib(of(r.ours)[name])))
+		}
+		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
+	}
 }
 
 func mib(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
 	"knative.dev/eventing/pkg/adapter/apiserver/events"
 )
 
@@ -45,6 +46,8 @@ type watcher struct {
 	log  *zap.SugaredLogger
 	// watchTimeout is the shortest a watch asks the server to run (minWatchTimeout when zero).
 	watchTimeout time.Duration
+	// clock times the backoffs and the rechecks (the real one when nil).
+	clock clock.Clock
 	// unservedRecheck is how long a watcher waits before it asks again for a resource the cluster
 	// does not serve (unservedRecheckPeriod when zero).
 	unservedRecheck time.Duration
@@ -82,12 +85,12 @@ func (w *watcher) run(ctx context.Context) {
 					w.log.Infow("the cluster does not serve the resource; asking again later", "error", err)
 					unserved = true
 				}
-				sleep(ctx, w.recheck())
+				w.sleep(ctx, w.recheck())
 				continue
 			}
 			if err != nil {
 				w.log.Infow("cannot list; trying again", "error", err)
-				sleep(ctx, backoff.Step())
+				w.sleep(ctx, backoff.Step())
 				continue
 			}
 			if unserved {
@@ -96,22 +99,22 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			version = list.GetResourceVersion()
 		}
-		began := time.Now()
+		began := w.now()
 		var ended error
 		version, ended = w.watchFrom(ctx, version)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case ended == nil && time.Since(began) >= shortestQuietWatch:
+		case ended == nil && w.now().Sub(began) >= shortestQuietWatch:
 			backoff = newBackoff() // a watch ran its course: the next one starts at once
 		case ended == nil:
-			sleep(ctx, backoff.Step())
+			w.sleep(ctx, backoff.Step())
 		case apierrors.IsResourceExpired(ended) || apierrors.IsGone(ended):
 			w.log.Infow("the watch's place is gone; watching from now", "error", ended)
 			version = ""
 		default:
 			w.log.Infow("the watch failed; resuming", "error", ended)
-			sleep(ctx, backoff.Step())
+			w.sleep(ctx, backoff.Step())
 		}
 	}
 }
@@ -185,11 +188,21 @@ func newBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1, Steps: math.MaxInt32, Cap: 30 * time.Second}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
+func (w *watcher) clk() clock.Clock {
+	if w.clock == nil {
+		return clock.RealClock{}
+	}
+	return w.clock
+}
+
+func (w *watcher) now() time.Time { return w.clk().Now() }
+
+// sleep waits d on the watcher's clock, or until ctx ends.
+func (w *watcher) sleep(ctx context.Context, d time.Duration) {
+	t := w.clk().NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-t.C():
 	}
 }

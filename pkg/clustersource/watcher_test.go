@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	sources "knative.dev/eventing/pkg/apis/sources"
 
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
@@ -178,7 +179,8 @@ func TestWatcherBeginsAnewWhereItsPlaceIsGone(t *testing.T) {
 }
 
 // A server that ends every watch at once without an error gets its watches backed off, not a loop
-// of requests.
+// of requests: the next watch waits for the backoff's time (from 0.8 s, with jitter up to twice
+// that) to pass.
 func TestWatcherBacksOffWatchesThatEndAtOnce(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"})
 	var mu sync.Mutex
@@ -191,11 +193,14 @@ func TestWatcherBacksOffWatchesThatEndAtOnce(t *testing.T) {
 		w.Stop()
 		return true, w, nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	count := func() int { mu.Lock(); defer mu.Unlock(); return watches }
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	(&watcher{res: dyn.Resource(configMaps), sink: &recordingSink{}, log: zap.NewNop().Sugar()}).run(ctx)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Positive(t, watches)
-	assert.LessOrEqual(t, watches, 3, "watches ending at once are backed off from 0.8 s")
+	fake := clocktesting.NewFakeClock(time.Now())
+	go (&watcher{res: dyn.Resource(configMaps), sink: &recordingSink{}, log: zap.NewNop().Sugar(), clock: fake}).run(ctx)
+	require.Eventually(t, func() bool { return count() == 1 && fake.HasWaiters() }, 5*time.Second, time.Millisecond, "the first watch ended; the watcher waits")
+	fake.Step(700 * time.Millisecond)
+	require.Never(t, func() bool { return count() > 1 }, 100*time.Millisecond, 10*time.Millisecond, "no new watch before the backoff's 0.8 s")
+	fake.Step(time.Second)
+	require.Eventually(t, func() bool { return count() == 2 }, 5*time.Second, time.Millisecond, "the next watch once the backoff passed")
 }

@@ -171,12 +171,12 @@ def post(name, request):
     return start, time.time() - start, code
 
 
-def event_request(apiversion, kind, namespaced):
+def event_request(apiversion, kind, namespaced, cluster):
     ref = {"apiVersion": apiversion, "kind": kind, "name": "coldstart-absent"}
     if namespaced:
         ref["namespace"] = "coldstart-absent"
     headers = {"Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": str(uuid.uuid4()),
-               "ce-source": "hack/cluster-floor", "ce-type": "dev.knative.apiserver.ref.delete", "ce-cluster": "source"}
+               "ce-source": "hack/cluster-floor", "ce-type": "dev.knative.apiserver.ref.delete", "ce-cluster": cluster}
     return "/", headers, json.dumps(ref).encode()
 
 
@@ -341,15 +341,16 @@ def main():
     for p in items_of("pingsources"):
         fn = p["spec"].get("ceOverrides", {}).get("extensions", {}).get("function")
         pings.setdefault(fn, p["spec"].get("data", ""))
-    # Per function, a deletion event of the first kind of the source cluster its Trigger takes (it
-    # reads the object and finds it gone); a function that takes none, its sweep's ping.
+    # Per function, a deletion event of the first kind of the cluster its part runs in or of the
+    # garden its Trigger takes (it reads the object and finds it gone); a function that takes
+    # none, its sweep's ping.
     functions = []
     for name, t in sorted(triggers.items()):
         request = None
         for f in t["spec"].get("filters", [{}])[0].get("any", []):
             e = f.get("exact", {})
-            if e.get("cluster") == "source" and e.get("kind") and (e["apiversion"], e["kind"]) in resources:
-                request = event_request(e["apiversion"], e["kind"], resources[(e["apiversion"], e["kind"])])
+            if e.get("cluster") in ("source", "garden") and e.get("kind") and (e["apiversion"], e["kind"]) in resources:
+                request = event_request(e["apiversion"], e["kind"], resources[(e["apiversion"], e["kind"])], e["cluster"])
                 break
         if request is None and name in pings:
             request = ping_request(pings[name])

@@ -452,9 +452,10 @@ release() {
 # DEPLOY_VARIANT=scale-to-zero each part's variant on top, which ends as `ko apply -f config/<part>/
 # -f config/scale-to-zero/<part>/` does) and the documented inputs: in each part's namespace the
 # Secret knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up: what the
-# scale-to-zero registrations, the shoots' best-effort ones and the authorizer trust), created
-# first so that they trust the ingress at once; in the seed's, controllerinstallation's Secret
-# controllerinstallation-target (the kubeconfig and name of its seed; the cluster plays the seed).
+# scale-to-zero registrations, the shoots' best-effort ones and the authorizer trust) and the
+# part's garden access, the Secret garden-access (the garden's kubeconfig, and in the seed's the
+# seed's name; the cluster plays the garden, reached as its admin), both created first so that
+# the pods that mount them start at once.
 # No caBundle is set here: webhookcertificates fills the registrations', the enrolment and
 # shootcabundle the shoots'.
 deploy() {
@@ -466,17 +467,18 @@ deploy() {
     [ -f "$D/release/$file" ] || die "no $file in $D/release: hack/cluster.sh release first"
     # The part's namespace (function.Part.Namespace).
     namespace=gardener-knative; [ "$part" = seed ] || namespace=gardener-knative-$part
+    kc create namespace "$namespace" --dry-run=client -o yaml | kc apply -f - >/dev/null
     if ! kc -n "$namespace" get secret knative-ingress-ca >/dev/null 2>&1; then
-      kc create namespace "$namespace" --dry-run=client -o yaml | kc apply -f - >/dev/null
       kc -n "$namespace" create secret generic knative-ingress-ca --from-file=ca.crt="$D/pki/ingress-ca.crt" >/dev/null
+    fi
+    if ! kc -n "$namespace" get secret garden-access >/dev/null 2>&1; then
+      local identity=() # the seed part's: landscape.SeedName
+      [ "$part" = seed ] && identity=(--from-literal=seedName=local-seed)
+      kc -n "$namespace" create secret generic garden-access --from-file=kubeconfig="$D/kubeconfig" "${identity[@]}" >/dev/null
     fi
     kc apply -f "$D/release/$file" >"$D/logs/apply-$part.log" 2>&1 ||
       { tail -n 30 "$D/logs/apply-$part.log" >&2; die "kubectl apply -f $file failed"; }
   done
-  if ! kc -n gardener-knative get secret controllerinstallation-target >/dev/null 2>&1; then
-    kc -n gardener-knative create secret generic controllerinstallation-target \
-      --from-file=kubeconfig="$D/kubeconfig" --from-literal=seedName=local-seed >/dev/null # landscape.SeedName
-  fi
   log "kubectl apply -f of the parts${DEPLOY_VARIANT:+ ($DEPLOY_VARIANT)} done in $(( $(date +%s) - t0 ))s"
 }
 

@@ -51,14 +51,19 @@ const (
 )
 
 // SourceName is the name of the event source of cluster c (a ContainerSource running
-// sources/clusters), of its ServiceAccount and of its ClusterRole: source-cluster, and
-// target-clusters (every tenant of the seed, or the one target).
+// sources/clusters), of its ServiceAccount and of its ClusterRole: source-cluster (the cluster
+// the part runs in), target-clusters (every tenant of the seed, or the one target) and
+// garden-cluster (the garden, for the functions that work on it).
 func SourceName(c function.Cluster) string {
 	if c == function.Target {
 		return "target-clusters"
 	}
 	return string(c) + "-cluster"
 }
+
+// GardenMountPath is where config/ mounts a part's garden access (function.GardenAccessSecret)
+// into the functions that work on the garden and into the garden's source.
+const GardenMountPath = "/var/run/secrets/gardener-knative/garden"
 
 // SourceImage is the cluster sources' image, as ko builds it.
 const SourceImage = "ko://github.com/gardener-knative/gardener-knative/sources/clusters"
@@ -136,7 +141,7 @@ func objectsIn(namespace string, fns []*function.Function, mode function.Mode, p
 		return nil, fmt.Errorf("broker is invalid: %w", err)
 	}
 	objs := []client.Object{broker}
-	for _, c := range []function.Cluster{function.Source, function.Target} {
+	for _, c := range []function.Cluster{function.Source, function.Target, function.Garden} {
 		if watches := watchedResources(fns, c, mode); len(watches) > 0 {
 			source, err := clusterSource(namespace, c, watches, mode)
 			if err != nil {
@@ -187,15 +192,17 @@ type watchedResource struct {
 	labelSelector string
 }
 
-// watchedResources is the union of what the functions watch on cluster c, sorted: each kind
-// once unfiltered when any watch of it has no selector, else once per distinct selector. In seed
-// mode the Source's watches include the Target's, and the Target has none of its own.
+// watchedResources is the union of what the functions watch on cluster c (the cluster of a
+// source: eventCluster), sorted: each kind once unfiltered when any watch of it has no selector,
+// else once per distinct selector. In seed mode the Source's watches include the Target's, and
+// the Target has none of its own; the Source watches of functions that work on the garden are
+// the garden's.
 func watchedResources(fns []*function.Function, c function.Cluster, mode function.Mode) []watchedResource {
 	kinds := map[schema.GroupVersionKind]function.Kind{}
 	selectors := map[schema.GroupVersionKind]map[string]bool{}
 	for _, fn := range fns {
 		for _, w := range fn.Watches {
-			if eventCluster(clusterOf(w), mode) != c {
+			if eventCluster(fn, clusterOf(w), mode) != c {
 				continue
 			}
 			gvk := w.Kind.GroupVersionKind
@@ -236,10 +243,14 @@ func clusterOf(w function.Watch) function.Cluster {
 	return w.Cluster
 }
 
-// eventCluster is the cluster the events of a watch on c come from: the Source for the Target
-// too in seed mode.
-func eventCluster(c function.Cluster, mode function.Mode) function.Cluster {
-	if c == function.Target && mode == function.SeedMode {
+// eventCluster is the cluster whose source sends the events of fn's watches on c: the garden's
+// for the Source of a function that works on the garden, the Source's for the Target too in seed
+// mode.
+func eventCluster(fn *function.Function, c function.Cluster, mode function.Mode) function.Cluster {
+	switch {
+	case c == function.Source && fn.WorksOnGarden:
+		return function.Garden
+	case c == function.Target && mode == function.SeedMode:
 		return function.Source
 	}
 	return c
@@ -267,10 +278,12 @@ func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (a
 }
 
 // clusterSource is the event source of cluster c: a ContainerSource running our watchers
-// (sources/clusters) on every namespace of the Source, or on every tenant of the seed (or the
-// single target) for the Target, with its ServiceAccount and RBAC. For the Source that is
-// get, list and watch on exactly the watched kinds; for the tenants, what finds and reaches them
-// in the seed (their watches run with each tenant's own access, no RBAC of ours is needed there).
+// (sources/clusters) on every namespace of the Source or of the garden, or on every tenant of
+// the seed (or the single target) for the Target, with its ServiceAccount and RBAC. For the
+// Source that is get, list and watch on exactly the watched kinds; for the tenants, what finds
+// and reaches them in the seed (their watches run with each tenant's own access, no RBAC of ours
+// is needed there); the garden's is reached with the part's garden access, whose identity needs
+// get, list and watch on the watched kinds there, and none where the source runs.
 //
 // Not Knative's ApiServerSource: its controller writes the list of every namespace into its
 // adapter's Deployment even for an empty namespace selector, so that each namespace created or
@@ -328,6 +341,11 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 	switch {
 	case c == function.Source:
 		role.Rules = watchRules(kinds)
+	case c == function.Garden:
+		role = nil
+		env = append(env, corev1.EnvVar{Name: "GARDEN_KUBECONFIG", Value: GardenMountPath + "/kubeconfig"})
+		volumes = []corev1.Volume{{Name: "garden", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: function.GardenAccessSecret}}}}
+		mounts = []corev1.VolumeMount{{Name: "garden", MountPath: GardenMountPath, ReadOnly: true}}
 	case mode == function.PerSeed:
 		env = append(env, corev1.EnvVar{Name: "MULTI_TENANT", Value: "true"})
 		role.Rules = []rbacv1.PolicyRule{
@@ -396,7 +414,7 @@ func triggerOf(namespace string, fn *function.Function, mode function.Mode) *eve
 	seen := map[string]bool{}
 	for _, c := range fn.Clusters() {
 		for _, k := range fn.WatchedKinds(c) {
-			from := eventCluster(c, mode)
+			from := eventCluster(fn, c, mode)
 			if key := string(from) + "/" + k.GroupVersion().String() + "/" + k.Kind; !seen[key] {
 				seen[key] = true
 				any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{

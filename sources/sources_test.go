@@ -167,17 +167,21 @@ func TestRegistry(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, byKind[*sourcesv1.ApiServerSource](objs))
 		var deployed []*function.Function
-		perSeed := false
+		perSeed, onGarden := false, false
 		for _, fn := range functions.All {
 			if slices.Contains(fn.Parts, part) {
 				deployed = append(deployed, fn)
 				perSeed = perSeed || fn.DeploymentMode() == function.PerSeed
+				onGarden = onGarden || fn.WorksOnGarden
 			}
 		}
 		containers := byKind[*sourcesv1.ContainerSource](objs)
 		want := 1 // the cluster the part runs in, however many functions
 		if perSeed {
 			want++ // every tenant of the seed
+		}
+		if onGarden {
+			want++ // the garden, for the functions that work on it
 		}
 		require.Len(t, containers, want, "%s part", part)
 		assert.Len(t, byKind[*eventingv1.Trigger](objs), len(deployed), "%s part: a Trigger per function", part)
@@ -187,10 +191,12 @@ func TestRegistry(t *testing.T) {
 		for _, fn := range deployed {
 			perFunctionWatches += len(fn.WatchedKinds(function.Source))
 		}
+		pods := 0
 		for _, cs := range containers {
-			if cs.Name != sources.SourceName(function.Source) {
+			if cs.Name == sources.SourceName(function.Target) {
 				continue
 			}
+			pods++
 			env := containerEnv(cs)
 			for _, key := range []string{"K_SOURCE_CONFIG", "K_REFERENCES_CONFIG"} {
 				var cfg struct{ Resources []json.RawMessage }
@@ -200,8 +206,8 @@ func TestRegistry(t *testing.T) {
 				watches += len(cfg.Resources)
 			}
 		}
-		t.Logf("%s part, %d functions: 1 source pod and %d watch streams on its cluster; one source per function would be %d adapters and %d watch streams",
-			part, len(deployed), watches, len(deployed), perFunctionWatches)
+		t.Logf("%s part, %d functions: %d source pods and %d watch streams on its cluster and the garden; one source per function would be %d adapters and %d watch streams",
+			part, len(deployed), pods, watches, len(deployed), perFunctionWatches)
 	}
 }
 
@@ -280,4 +286,49 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 	single.Deployment = ""
 	_, err = sources.Objects([]*function.Function{single})
 	assert.ErrorContains(t, err, "per seed", "config/ runs the target source for the functions deployed per seed")
+}
+
+// A function that works on the garden takes its Source events from the garden's own source,
+// which reaches the garden with the part's garden access and is granted nothing where it runs;
+// the part's local source watches only the other functions' kinds, and each Trigger takes its
+// kinds from its own cluster's source.
+func TestGardenSource(t *testing.T) {
+	onGarden := demo("alpha", []function.Kind{kinds.ControllerInstallation, kinds.ControllerDeployment})
+	onGarden.WorksOnGarden = true
+	local := demo("beta", []function.Kind{kinds.Secret, kinds.ControllerInstallation})
+	objs, err := sources.Objects([]*function.Function{onGarden, local})
+	require.NoError(t, err)
+	containers := byKind[*sourcesv1.ContainerSource](objs)
+	require.Len(t, containers, 2, "the cluster the part runs in, and the garden")
+	garden := containers[1]
+	assert.Equal(t, "garden-cluster", garden.Name)
+	assert.Equal(t, map[string]string{function.ClusterExtension: "garden"}, garden.Spec.CloudEventOverrides.Extensions)
+	env := containerEnv(garden)
+	assert.Equal(t, "garden", env["WATCH"])
+	assert.Equal(t, sources.GardenMountPath+"/kubeconfig", env["GARDEN_KUBECONFIG"])
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[
+		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerdeployments"}},
+		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerinstallations"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
+	spec := garden.Spec.Template.Spec
+	require.Len(t, spec.Volumes, 1)
+	assert.Equal(t, function.GardenAccessSecret, spec.Volumes[0].Secret.SecretName)
+	assert.Equal(t, sources.GardenMountPath, spec.Containers[0].VolumeMounts[0].MountPath)
+	for _, role := range byKind[*rbacv1.ClusterRole](objs) {
+		assert.NotContains(t, role.Name, "garden-cluster", "the garden's source needs no rights where it runs")
+	}
+	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[
+		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerinstallations"}}],"mode":"Resource"}`,
+		containerEnv(containers[0])["K_SOURCE_CONFIG"], "the local source watches beta's kinds, none of alpha's garden")
+
+	filters := map[string][]eventingv1.SubscriptionsAPIFilter{}
+	for _, tr := range byKind[*eventingv1.Trigger](objs) {
+		filters[tr.Name] = tr.Spec.Filters[0].Any
+	}
+	installations := func(cluster string) eventingv1.SubscriptionsAPIFilter {
+		return eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: cluster, "apiversion": "core.gardener.cloud/v1beta1", "kind": "ControllerInstallation"}}
+	}
+	assert.Contains(t, filters["alpha"], installations("garden"))
+	assert.NotContains(t, filters["alpha"], installations("source"))
+	assert.Contains(t, filters["beta"], installations("source"))
+	assert.NotContains(t, filters["beta"], installations("garden"))
 }

@@ -149,9 +149,24 @@ func (p *Process) TargetRESTConfig(opts ...ClientOption) (*rest.Config, error) {
 	if p.Config.TargetKubeconfig == "" {
 		return nil, fmt.Errorf("no target cluster: set TARGET_KUBECONFIG")
 	}
+	return p.RESTConfigOf(p.Config.TargetKubeconfig, opts...)
+}
+
+// RESTConfigOf is the counted REST configuration of the cluster of a kubeconfig file other than
+// KUBECONFIG (the garden's, say), with the process's client settings.
+func (p *Process) RESTConfigOf(kubeconfig string, opts ...ClientOption) (*rest.Config, error) {
 	cfg := p.Config.ClientConfig
-	cfg.Kubeconfig = p.Config.TargetKubeconfig
+	cfg.Kubeconfig = kubeconfig
 	return p.restConfig(cfg, opts)
+}
+
+// ClientOf is an uncached, counted client of the cluster of a kubeconfig file (RESTConfigOf).
+func (p *Process) ClientOf(kubeconfig string, scheme *runtime.Scheme, opts ...ClientOption) (client.Client, error) {
+	restCfg, err := p.RESTConfigOf(kubeconfig, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return kube.NewClient(restCfg, scheme)
 }
 
 func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme, opts []ClientOption) (client.Client, error) {

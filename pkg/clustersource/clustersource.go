@@ -58,7 +58,7 @@ const (
 )
 
 // WatchEnv is the variable that names the cluster a source's container watches: the Source it
-// runs in, or the Target (its tenants, or its one target).
+// runs in, the Target (its tenants, or its one target), or the garden (GARDEN_KUBECONFIG).
 const WatchEnv = "WATCH"
 
 // Adapter is one mode's watches, configured as Knative's ContainerSource and the deployment would

@@ -164,39 +164,60 @@ func TestEveryFunctionHasAPart(t *testing.T) {
 	assert.ErrorContains(t, err, "no part of config/ deploys it")
 }
 
-// A function on a Target cluster gets that cluster's kubeconfig from the Secret <name>-target.
-func TestTargetKubeconfig(t *testing.T) {
+// A function that works on the garden gets the garden's kubeconfig from its part's Secret
+// garden-access, its garden inputs from keys of the same Secret (required: a part's garden access
+// and identity are one input), and where it runs only its TargetRBAC: its declared RBAC is the
+// garden's.
+func TestGardenAccess(t *testing.T) {
 	fn := demo()
 	fn.Reconcilers[0].Cluster = function.Target
-	svc := configgen.KnativeService(fn, function.Seed)
-	spec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec")
-	require.Equal(t, []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": "demo-target"}}}, spec["volumes"])
-	container := spec["containers"].([]any)[0].(map[string]any)
-	ownNamespace := map[string]any{"name": function.NamespaceEnv, "value": "gardener-knative"}
-	require.Equal(t, []any{ownNamespace, map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"}}, container["env"])
-	require.Equal(t, []any{map[string]any{"name": "target", "mountPath": "/var/run/secrets/gardener-knative/target", "readOnly": true}}, container["volumeMounts"])
-
-	// Its target inputs come from keys of the same Secret, required: the Target's access and
-	// identity are one input.
-	fn.TargetInputs = map[string]string{"SEED_NAME": "seedName"}
+	fn.WorksOnGarden = true
+	fn.GardenInputs = map[string]string{"SEED_NAME": "seedName"}
+	fn.TargetRBAC = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
 	require.NoError(t, fn.Validate())
-	spec, _, _ = unstructured.NestedMap(configgen.KnativeService(fn, function.Seed).Object, "spec", "template", "spec")
-	container = spec["containers"].([]any)[0].(map[string]any)
+	svc, err := configgen.KnativeService(fn, function.Seed)
+	require.NoError(t, err)
+	spec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec")
+	require.Equal(t, []any{map[string]any{"name": "garden", "secret": map[string]any{"secretName": "garden-access"}}}, spec["volumes"])
+	container := spec["containers"].([]any)[0].(map[string]any)
 	require.Equal(t, []any{
-		ownNamespace,
-		map[string]any{"name": "TARGET_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/target/kubeconfig"},
-		map[string]any{"name": "SEED_NAME", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "demo-target", "key": "seedName"}}},
+		map[string]any{"name": function.NamespaceEnv, "value": "gardener-knative"},
+		map[string]any{"name": "GARDEN_KUBECONFIG", "value": "/var/run/secrets/gardener-knative/garden/kubeconfig"},
+		map[string]any{"name": "SEED_NAME", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "garden-access", "key": "seedName"}}},
 	}, container["env"])
+	require.Equal(t, []any{map[string]any{"name": "garden", "mountPath": "/var/run/secrets/gardener-knative/garden", "readOnly": true}}, container["volumeMounts"])
+
+	var roles []*rbacv1.ClusterRole
+	for _, obj := range configgen.DeployedRBACObjects(fn, function.Seed) {
+		_, isRole := obj.(*rbacv1.Role)
+		require.False(t, isRole, "a Role of the garden's namespaced RBAC where the function runs")
+		if role, ok := obj.(*rbacv1.ClusterRole); ok {
+			roles = append(roles, role)
+		}
+	}
+	require.Len(t, roles, 1)
+	assert.Equal(t, fn.TargetRBAC, roles[0].Rules)
 }
 
-// Only a single-target function has a Target Secret to take inputs from.
-func TestTargetInputsNeedASingleTarget(t *testing.T) {
+// config/ reaches a second cluster only as the tenants of a seed or as the garden: a single
+// target of its own is GRM's classic per-shoot deployment, which no part deploys.
+func TestNoPartDeploysASingleTarget(t *testing.T) {
 	fn := demo()
-	fn.TargetInputs = map[string]string{"SEED_NAME": "seedName"}
-	assert.ErrorContains(t, fn.Validate(), "only a single-target function")
+	fn.Reconcilers[0].Cluster = function.Target
+	_, err := configgen.KnativeService(fn, function.Seed)
+	assert.ErrorContains(t, err, "no part of config/ deploys")
+}
+
+// Only a function that works on the garden has garden inputs and Target RBAC.
+func TestGardenInputsNeedTheGarden(t *testing.T) {
+	fn := demo()
+	fn.GardenInputs = map[string]string{"SEED_NAME": "seedName"}
+	assert.ErrorContains(t, fn.Validate(), "only a function that works on the garden")
+	fn.GardenInputs = nil
+	fn.WorksOnGarden = true
 	fn.Reconcilers[0].Cluster = function.Target
 	fn.Deployment = function.PerSeed
-	assert.ErrorContains(t, fn.Validate(), "only a single-target function")
+	assert.ErrorContains(t, fn.Validate(), "not every shoot of a seed")
 }
 
 // The YAML holds exactly the objects: decoding it gives them back, with no status and no

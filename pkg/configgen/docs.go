@@ -86,6 +86,14 @@ func FunctionsIndex(fns []*function.Function) File {
 				rbac = append(rbac, rule(r, " in "+where))
 			}
 		}
+		if fn.WorksOnGarden {
+			// Its declared rules are the garden identity's; where it runs it has its TargetRBAC.
+			rbac = append([]string{"in the garden (its garden access):"}, rbac...)
+			rbac = append(rbac, "where it runs (its Target):")
+			for _, r := range fn.TargetRBAC {
+				rbac = append(rbac, rule(r, ""))
+			}
+		}
 		var parts []string
 		for _, p := range fn.Parts {
 			parts = append(parts, string(p))

@@ -27,9 +27,39 @@ func ServiceAccountName(fn *function.Function) string {
 }
 
 // RBACObjects are the ServiceAccount a function deployed with part runs as, the ClusterRole and
-// binding that grant it exactly its declared rules for that part (Function.RBACIn), and a Role
-// and RoleBinding per namespace of its NamespacedRBAC.
+// binding that grant it exactly its declared rules on its Source for that part
+// (Function.RBACIn), and a Role and RoleBinding per namespace of its NamespacedRBAC. For a
+// function that works on the garden these are what the garden kubeconfig's identity needs in
+// the garden, as the tests grant them; where it runs it gets DeployedRBACObjects.
 func RBACObjects(fn *function.Function, part function.Part) []client.Object {
+	return rbacObjects(fn, part, fn.RBACIn(part), fn.NamespacedRBAC)
+}
+
+// DeployedRBACObjects are the RBAC objects config/ deploys with a function where part runs it:
+// RBACObjects, but for a function that works on the garden, whose Source rules are the garden's
+// (not granted where it runs), its TargetRBAC in the cluster it runs in, and nothing at all
+// where it has nothing to do there (gardener-controller-manager's functions): it runs without
+// an API token of that cluster (runsAs).
+func DeployedRBACObjects(fn *function.Function, part function.Part) []client.Object {
+	switch {
+	case runsAs(fn) == "":
+		return nil
+	case fn.WorksOnGarden:
+		return rbacObjects(fn, part, fn.TargetRBAC, nil)
+	}
+	return RBACObjects(fn, part)
+}
+
+// runsAs is the ServiceAccount a function's pods run as where config/ deploys it: its own, but
+// none for a function that works on the garden and has nothing to do where it runs.
+func runsAs(fn *function.Function) string {
+	if fn.WorksOnGarden && len(fn.TargetRBAC) == 0 {
+		return ""
+	}
+	return fn.Name
+}
+
+func rbacObjects(fn *function.Function, part function.Part, rules []rbacv1.PolicyRule, namespaced map[string][]rbacv1.PolicyRule) []client.Object {
 	name := sources.ClusterScopedName(part.Namespace(), fn.Name)
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: part.Namespace()}}
 	objs := []client.Object{
@@ -40,7 +70,7 @@ func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: meta(fn.Name, name, ""),
-			Rules:      fn.RBACIn(part),
+			Rules:      rules,
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
@@ -49,12 +79,12 @@ func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 			Subjects:   subjects,
 		},
 	}
-	for _, namespace := range slices.Sorted(maps.Keys(fn.NamespacedRBAC)) {
+	for _, namespace := range slices.Sorted(maps.Keys(namespaced)) {
 		objs = append(objs,
 			&rbacv1.Role{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
 				ObjectMeta: meta(fn.Name, name, function.NamespaceOf(namespace, part)),
-				Rules:      fn.NamespacedRBAC[namespace],
+				Rules:      namespaced[namespace],
 			},
 			&rbacv1.RoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
@@ -71,40 +101,41 @@ func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 //
 // Its settings (docs/configuration.md) come from the optional ConfigMap <name>-settings, so
 // operators set them without editing generated files. A function deployed per seed serves every
-// shoot of the seed (MULTI_TENANT); another that works on a Target cluster reads that cluster's
-// kubeconfig from the Secret <name>-target (key kubeconfig), and its TargetInputs from keys of the
-// same Secret: the revision does not start before the operator has created it. Every function
-// is told its part's namespace (function.NamespaceEnv).
-func KnativeService(fn *function.Function, part function.Part) *unstructured.Unstructured {
-	svc := knativeService(part.Namespace(), fn.Name, "functions/"+fn.Name, fn.Name)
+// shoot of the seed (MULTI_TENANT); one that works on the garden reads the garden's kubeconfig
+// from its part's Secret garden-access (function.GardenAccessSecret, key kubeconfig) and its
+// GardenInputs from keys of the same Secret, its Target being the cluster it runs in: the
+// revision does not start before the operator has created it. Every function is told its part's
+// namespace (function.NamespaceEnv).
+func KnativeService(fn *function.Function, part function.Part) (*unstructured.Unstructured, error) {
+	svc := knativeService(part.Namespace(), fn.Name, "functions/"+fn.Name, runsAs(fn))
 	podSpec := svc.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 	container := podSpec["containers"].([]any)[0].(map[string]any)
 	container["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": SettingsConfigMap(fn), "optional": true}}}
 	env := []any{map[string]any{"name": function.NamespaceEnv, "value": part.Namespace()}}
-	switch fn.DeploymentMode() {
-	case function.PerSeed:
+	switch {
+	case fn.DeploymentMode() == function.PerSeed:
 		// Every shoot of the seed, reached with the access Secrets of its namespace.
 		env = append(env, map[string]any{"name": "MULTI_TENANT", "value": "true"})
-	case function.SingleTarget:
-		env = append(env, map[string]any{"name": "TARGET_KUBECONFIG", "value": targetMountPath + "/kubeconfig"})
-		for _, name := range slices.Sorted(maps.Keys(fn.TargetInputs)) {
+	case fn.WorksOnGarden:
+		env = append(env, map[string]any{"name": "GARDEN_KUBECONFIG", "value": sources.GardenMountPath + "/kubeconfig"})
+		for _, name := range slices.Sorted(maps.Keys(fn.GardenInputs)) {
 			env = append(env, map[string]any{"name": name, "valueFrom": map[string]any{
-				"secretKeyRef": map[string]any{"name": TargetSecret(fn), "key": fn.TargetInputs[name]}}})
+				"secretKeyRef": map[string]any{"name": function.GardenAccessSecret, "key": fn.GardenInputs[name]}}})
 		}
-		container["volumeMounts"] = []any{map[string]any{"name": "target", "mountPath": targetMountPath, "readOnly": true}}
-		podSpec["volumes"] = []any{map[string]any{"name": "target", "secret": map[string]any{"secretName": TargetSecret(fn)}}}
+		container["volumeMounts"] = []any{map[string]any{"name": "garden", "mountPath": sources.GardenMountPath, "readOnly": true}}
+		podSpec["volumes"] = []any{map[string]any{"name": "garden", "secret": map[string]any{"secretName": function.GardenAccessSecret}}}
+	case fn.DeploymentMode() == function.SingleTarget:
+		// One target of its own is what GRM's classic per-shoot deployment has, not a part of a
+		// landscape: config/ reaches a second cluster only as the tenants of a seed or as the
+		// garden.
+		return nil, fmt.Errorf("function %s works on a single Target, which no part of config/ deploys: serve it per seed or on the garden", fn.Name)
 	}
 	container["env"] = env
-	return svc
+	return svc, nil
 }
-
-const targetMountPath = "/var/run/secrets/gardener-knative/target"
 
 // SettingsConfigMap names the optional ConfigMap whose keys become the function's environment.
 func SettingsConfigMap(fn *function.Function) string { return fn.Name + "-settings" }
-
-// TargetSecret names the Secret holding the kubeconfig of a function's Target cluster.
-func TargetSecret(fn *function.Function) string { return fn.Name + "-target" }
 
 // DeadLetterService is the dead-letter sink (sources/deadletter) of the Broker in namespace. It
 // reads no API.
@@ -192,11 +223,27 @@ func knativeService(namespace, name, mainPackage, serviceAccount string) *unstru
 func functionFile(fn *function.Function, part function.Part) (File, error) {
 	var buf bytes.Buffer
 	buf.WriteString(Header + "\n")
-	fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, least-privilege RBAC (Function.RBAC) and Knative\n", fn.Name)
-	buf.WriteString("# Service, derived from its declaration (functions/registry.go). Its events reach it through\n")
+	switch {
+	case runsAs(fn) == "":
+		fmt.Fprintf(&buf, "# The %s function: its Knative Service, derived from its declaration (functions/registry.go).\n", fn.Name)
+		buf.WriteString("# It works on the garden with the part's garden access (the Secret garden-access, whose identity\n")
+		buf.WriteString("# needs there the rules docs/functions/README.md lists) and needs no rights here. Its events reach it through\n")
+	case fn.WorksOnGarden:
+		fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, its RBAC where it runs (Function.TargetRBAC) and Knative\n", fn.Name)
+		buf.WriteString("# Service, derived from its declaration (functions/registry.go). It works on the garden with the part's\n")
+		buf.WriteString("# garden access (the Secret garden-access, whose identity needs there the rules\n")
+		buf.WriteString("# docs/functions/README.md lists). Its events reach it through\n")
+	default:
+		fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, least-privilege RBAC (Function.RBAC) and Knative\n", fn.Name)
+		buf.WriteString("# Service, derived from its declaration (functions/registry.go). Its events reach it through\n")
+	}
 	buf.WriteString("# the Broker and its Trigger (eventing.yaml). Settings: docs/configuration.md and\n")
 	fmt.Fprintf(&buf, "# docs/functions/%s.md. Regenerate with `go run ./hack/genconfig`.\n", fn.Name)
-	objs := append(RBACObjects(fn, part), KnativeService(fn, part))
+	svc, err := KnativeService(fn, part)
+	if err != nil {
+		return File{}, err
+	}
+	objs := append(DeployedRBACObjects(fn, part), svc)
 	for _, obj := range objs {
 		doc, err := Marshal(obj)
 		if err != nil {

@@ -45,7 +45,8 @@ func unprocessable(format string, args ...any) error {
 }
 
 // ClusterExtension is the CloudEvents extension a cluster's source sets (through its
-// ceOverrides) to the cluster it watches; events without it come from the Source cluster.
+// ceOverrides) to the cluster it watches: source (the cluster its part runs in), target (the
+// tenants of a seed, or one target) or garden; events without it come from the Source cluster.
 const ClusterExtension = "cluster"
 
 // TenantExtension is the CloudEvents extension the multi-tenant event source sets on a Target
@@ -85,6 +86,8 @@ func eventOf(e cloudevents.Event) (ev Event, ok bool, err error) {
 		case Source:
 		case Target:
 			ev.Cluster = Target
+		case Garden:
+			ev.Cluster = Garden
 		default:
 			return Event{}, true, rejected("unknown %s extension %q", ClusterExtension, c)
 		}

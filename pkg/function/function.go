@@ -45,8 +45,15 @@ const (
 	// Source is the cluster the function is deployed for: the garden for GCM's functions, the
 	// seed for GRM's. Every function has it.
 	Source Cluster = "source"
-	// Target is the second cluster of GRM's functions (a shoot, or the seed itself).
+	// Target is the second cluster of GRM's functions (a shoot, or the seed itself), and of a
+	// function that works on the garden the cluster it runs in (Function.WorksOnGarden).
 	Target Cluster = "target"
+	// Garden is the cluster of Gardener's API as the event plumbing of a part names it: a
+	// landscape serves it apart from the runtime cluster and the seeds (a virtual garden), so a
+	// part's functions that work on it take their Source events from a source of its own, which
+	// labels them garden. Declarations never name it: a function's Source is the garden when it
+	// WorksOnGarden.
+	Garden Cluster = "garden"
 )
 
 // Kind is an API kind a function watches or lists, with the resource (plural) the API serves
@@ -319,12 +326,28 @@ type Function struct {
 	// seed) or PerSeed (MULTI_TENANT: every shoot of the seed, GRM's functions). The same image
 	// runs in every mode; the environment picks it (Mode).
 	Deployment Mode
-	// TargetInputs are what an operator gives a SingleTarget function beside its Target's
-	// kubeconfig, in the same Secret <name>-target: environment variable → key of that Secret
-	// (e.g. the seed's name for gardenlet's part). config/ takes them from there, required, so
-	// that the Target's access and identity are one input, never a settings ConfigMap.
-	TargetInputs map[string]string
+	// WorksOnGarden says that the function's Source is the garden (Gardener's API), which it
+	// reaches as the component it stands in for does, with a kubeconfig of the garden
+	// (GARDEN_KUBECONFIG; config/ mounts its part's Secret GardenAccessSecret), while it runs in
+	// another cluster: a seed for gardenlet's part. That cluster is its Target, reached in-cluster
+	// as its own ServiceAccount with TargetRBAC. Its RBAC and NamespacedRBAC are then what the
+	// garden kubeconfig's identity needs in the garden, none of it granted where it runs.
+	WorksOnGarden bool
+	// TargetRBAC is what a function that works on the garden may do in the cluster it runs in,
+	// its Target (gardenlet installs whatever an extension's chart holds).
+	TargetRBAC []rbacv1.PolicyRule
+	// GardenInputs are what an operator gives a function that works on the garden beside the
+	// garden's kubeconfig, in the same Secret (GardenAccessSecret): environment variable → key of
+	// that Secret (e.g. the seed's name for gardenlet's part). config/ takes them from there,
+	// required, so that a part's garden access and identity are one input, never a settings
+	// ConfigMap.
+	GardenInputs map[string]string
 }
+
+// GardenAccessSecret is the Secret an operator gives a part whose functions work on the garden:
+// the garden's kubeconfig (key kubeconfig) and the functions' GardenInputs, in the part's
+// namespace (docs/deployment.md, "Garden access").
+const GardenAccessSecret = "garden-access"
 
 // RBACIn is what the function may do cluster-wide where part deploys it: RBAC, and its PartRBAC
 // for that part.
@@ -480,8 +503,18 @@ func (f *Function) Validate() error {
 	if len(f.Reconcilers) == 0 {
 		errs = append(errs, errors.New("no reconcilers"))
 	}
-	if len(f.TargetInputs) > 0 && f.DeploymentMode() != SingleTarget {
-		errs = append(errs, fmt.Errorf("target inputs %v: only a single-target function has a Target Secret", slices.Sorted(maps.Keys(f.TargetInputs))))
+	if !f.WorksOnGarden && (len(f.GardenInputs) > 0 || len(f.TargetRBAC) > 0) {
+		errs = append(errs, errors.New("garden inputs and Target RBAC: only a function that works on the garden has them"))
+	}
+	if f.WorksOnGarden {
+		if f.DeploymentMode() == PerSeed {
+			errs = append(errs, errors.New("works on the garden: its Target is the cluster it runs in, not every shoot of a seed"))
+		}
+		// Its part's local source would have to label the cluster it runs in as its Target's;
+		// none of gardenlet's controllers needs that yet.
+		if len(f.WatchedKinds(Target)) > 0 {
+			errs = append(errs, fmt.Errorf("works on the garden and watches %v where it runs: only its garden is watched for it", f.WatchedKinds(Target)))
+		}
 	}
 	switch f.Deployment {
 	case "", SingleTarget, PerSeed:

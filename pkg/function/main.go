@@ -30,6 +30,10 @@ type Config struct {
 	// ResourceManagerConfig is a ResourceManagerConfiguration file GRM's functions read their
 	// part of, leniently (the webhook server reads the same file the same way).
 	ResourceManagerConfig string `envconfig:"RESOURCE_MANAGER_CONFIG"`
+	// GardenKubeconfig reaches the garden, the Source of a function that works on it
+	// (Function.WorksOnGarden), as gardenlet's gardenClientConnection does; the cluster of
+	// KUBECONFIG (else the one it runs in) is then its Target, as gardenlet's seed.
+	GardenKubeconfig string `envconfig:"GARDEN_KUBECONFIG"`
 	// MULTI_TENANT and the other tenant settings serve a function with a Target per seed.
 	clients.Tenancy
 	// TenantIdleConnTimeout closes a tenant's connections after that long without a request. A
@@ -93,7 +97,7 @@ type ComponentConfigs struct {
 func (c Config) ComponentConfigsOf() ComponentConfigs {
 	return ComponentConfigs{
 		ControllerManager: c.ControllerManagerConfig, ResourceManager: c.ResourceManagerConfig,
-		Role: componentconfig.RoleOf(c.MultiTenant, c.TargetKubeconfig != ""),
+		Role: componentconfig.RoleOf(c.MultiTenant, c.TargetKubeconfig != "" || c.GardenKubeconfig != ""),
 	}
 }
 
@@ -154,6 +158,9 @@ func Run(ctx context.Context, fn *Function) error {
 		}
 		sourceOpts = append(sourceOpts, rates.seed.Apply)
 	}
+	if cfg.GardenKubeconfig != "" {
+		return runOnGarden(ctx, fn, env, process, cfg)
+	}
 	if env.Source, err = process.SourceClient(scheme.Gardener, sourceOpts...); err != nil {
 		return err
 	}
@@ -162,11 +169,39 @@ func Run(ctx context.Context, fn *Function) error {
 			return fmt.Errorf("function %s works on a target cluster: %w", fn.Name, err)
 		}
 	}
+	return serve(ctx, fn, env, process, cfg)
+}
+
+// runOnGarden serves a function that works on the garden with GARDEN_KUBECONFIG as its Source
+// and, if it has a Target, the cluster of KUBECONFIG (else the one it runs in) as that.
+func runOnGarden(ctx context.Context, fn *Function, env Env, process *bootstrap.Process, cfg Config) error {
+	if !fn.WorksOnGarden {
+		return fmt.Errorf("GARDEN_KUBECONFIG is set, but function %s does not work on the garden: its Source is the cluster of KUBECONFIG", fn.Name)
+	}
+	if cfg.MultiTenant || cfg.TargetKubeconfig != "" {
+		return fmt.Errorf("function %s works on the garden (GARDEN_KUBECONFIG): its Target is the cluster of KUBECONFIG, unset MULTI_TENANT and TARGET_KUBECONFIG", fn.Name)
+	}
+	var err error
+	if env.Source, err = process.ClientOf(cfg.GardenKubeconfig, scheme.Gardener); err != nil {
+		return fmt.Errorf("the garden (GARDEN_KUBECONFIG): %w", err)
+	}
+	if slices.Contains(fn.Clusters(), Target) {
+		if env.TargetConfig, err = process.SourceRESTConfig(); err != nil {
+			return err
+		}
+		if env.Target, err = kube.NewClient(env.TargetConfig, scheme.Gardener); err != nil {
+			return err
+		}
+	}
+	return serve(ctx, fn, env, process, cfg)
+}
+
+func serve(ctx context.Context, fn *Function, env Env, process *bootstrap.Process, cfg Config) error {
 	server, err := NewServer(fn, env, cfg.Options())
 	if err != nil {
 		return err
 	}
-	process.Log.Info("configured", "config", fnConfig, "mode", server.Mode())
+	process.Log.Info("configured", "config", env.Config, "mode", server.Mode(), "onGarden", cfg.GardenKubeconfig != "")
 	return process.Serve(ctx, server, bootstrap.ServeOptions{})
 }
 

@@ -48,3 +48,26 @@ targetClientConnection:
 	assert.Equal(t, kube.Rate{QPS: 20, Burst: 30}, rates.seed.PerTenant)
 	assert.Equal(t, kube.Rate{QPS: 7, Burst: 9}, rates.shoot)
 }
+
+// GARDEN_KUBECONFIG makes the garden the Source of a function that works on it, and of no other;
+// its Target is then the cluster it runs in, which MULTI_TENANT or TARGET_KUBECONFIG would
+// contradict. Each is refused before anything is served.
+func TestGardenKubeconfigOnlyForTheGarden(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: garden, cluster: {server: "https://garden.invalid"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: garden, user: u}}]
+current-context: c
+`), 0o600))
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("GARDEN_KUBECONFIG", kubeconfig)
+	local := testFunction(&recorder{})
+	assert.ErrorContains(t, Run(t.Context(), local), "does not work on the garden")
+
+	onGarden := testFunction(&recorder{})
+	onGarden.WorksOnGarden = true
+	t.Setenv("TARGET_KUBECONFIG", kubeconfig)
+	assert.ErrorContains(t, Run(t.Context(), onGarden), "its Target is the cluster of KUBECONFIG")
+}

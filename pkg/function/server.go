@@ -255,6 +255,14 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	reconciled := map[string]map[Key]bool{}
 	echo := s.ownWriteOf(ev)
 	mapCtx := ctx
+	if ev.Cluster == Garden {
+		// The garden's source serves the part's functions that work on the garden: it is their
+		// Source, and no other function's.
+		if !s.fn.WorksOnGarden {
+			return rejected("an event of the garden, but function %s does not work on the garden", s.fn.Name)
+		}
+		ev.Cluster = Source
+	}
 	if ev.Tenant != "" {
 		if s.targets == nil || s.targets.mode != PerSeed {
 			return rejected("event of tenant %s, but function %s does not serve tenants", ev.Tenant, s.fn.Name)

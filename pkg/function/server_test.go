@@ -257,6 +257,20 @@ func TestReferenceAndResourceEventsReconcileMappedKeys(t *testing.T) {
 		assert.Equal(t, http.StatusUnprocessableEntity, code)
 		assert.Contains(t, body, "target cluster")
 	})
+	t.Run("the garden's events are the Source's of a function that works on the garden, no other's", func(t *testing.T) {
+		e := event(t, RefUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"b2","namespace":"garden-dev"}`)
+		e.SetExtension(ClusterExtension, "garden")
+		code, body := h.send(t, e)
+		assert.Equal(t, http.StatusBadRequest, code)
+		assert.Contains(t, body, "does not work on the garden")
+		assert.NotContains(t, h.rec.recorded(), Key{Namespace: "garden-dev", Name: "b2"})
+
+		h.server.fn.WorksOnGarden = true
+		t.Cleanup(func() { h.server.fn.WorksOnGarden = false })
+		code, body = h.send(t, e)
+		require.Equal(t, http.StatusOK, code, body)
+		assert.Contains(t, h.rec.recorded(), Key{Namespace: "garden-dev", Name: "b2"})
+	})
 }
 
 func TestBadEventsGetAFinalAnswerWithAReason(t *testing.T) {

@@ -86,8 +86,8 @@ var Settings = map[string][]string{
 	"event":   {"EVENT_TTL_NON_SHOOT_EVENTS=1h"}, // off unless configured, as in Gardener
 }
 
-// SeedName is the seed the second control plane stands for: functions that work on a Target
-// cluster get it as SEED_NAME (Options.Env may override it).
+// SeedName is the seed the second control plane stands for: functions that run in it get it as
+// SEED_NAME (Options.Env may override it).
 const SeedName = "local-seed"
 
 // Tenant is the shoot control-plane namespace of the landscape's one shoot: GRM's functions,
@@ -100,8 +100,9 @@ type Landscape struct {
 	Env        *testenv.Env
 	Kubeconfig string
 	// Seed is a second control plane standing for the seed SeedName, started when a function
-	// works on a Target cluster; those functions get SeedKubeconfig as TARGET_KUBECONFIG. A
-	// stand-in for the namespace controller releases its deleted namespaces.
+	// works on the garden from a seed (gardenlet's part); those functions run in it (KUBECONFIG is
+	// SeedKubeconfig, GARDEN_KUBECONFIG the main control plane's). A stand-in for the namespace
+	// controller releases its deleted namespaces.
 	Seed           *testenv.Env
 	SeedKubeconfig string
 	// ChartRegistry is an in-process OCI registry serving the sample chart at SampleChartRef
@@ -181,7 +182,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 			return nil, fmt.Errorf("enrolling the shoot %s: %w", Tenant, err)
 		}
 	}
-	if slices.ContainsFunc(opts.Functions, worksOnTarget) {
+	if slices.ContainsFunc(opts.Functions, runsInSeed) {
 		if l.Seed, err = testenv.Start(); err != nil {
 			return nil, fmt.Errorf("seed: %w", err)
 		}
@@ -231,9 +232,10 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	return l, nil
 }
 
-// worksOnTarget: the function's Target is the seed control plane (TARGET_KUBECONFIG).
-func worksOnTarget(fn *function.Function) bool {
-	return fn.DeploymentMode() == function.SingleTarget
+// runsInSeed: the function works on the garden (the main control plane, GARDEN_KUBECONFIG) from
+// the seed control plane, its Target (KUBECONFIG), as config/ runs gardenlet's part in a seed.
+func runsInSeed(fn *function.Function) bool {
+	return fn.WorksOnGarden && slices.Contains(fn.Clusters(), function.Target)
 }
 
 // perSeed: the function serves the landscape's shoot as a tenant (MULTI_TENANT).
@@ -296,8 +298,13 @@ func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *
 	name := fn.Name
 	cmd := exec.Command(filepath.Join(l.opts.BinDir, name))
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(r.port), "KUBECONFIG="+l.Kubeconfig)
-	if worksOnTarget(fn) {
-		cmd.Env = append(cmd.Env, "TARGET_KUBECONFIG="+l.SeedKubeconfig, "SEED_NAME="+SeedName)
+	if fn.WorksOnGarden {
+		// The main control plane is the garden, as config/ gives it the part's garden access.
+		cmd.Env = append(cmd.Env, "GARDEN_KUBECONFIG="+l.Kubeconfig)
+	}
+	if runsInSeed(fn) {
+		// The last of a duplicate variable wins: KUBECONFIG is the seed's.
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+l.SeedKubeconfig, "SEED_NAME="+SeedName)
 	}
 	if perSeed(fn) {
 		cmd.Env = append(cmd.Env, "MULTI_TENANT=true")

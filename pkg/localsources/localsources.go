@@ -36,6 +36,9 @@ import (
 type Options struct {
 	// Config reaches the kube-apiserver of the Source, which the source-cluster source watches.
 	Config *rest.Config
+	// Garden reaches the garden, which the garden-cluster source watches for the functions that
+	// work on it; Config's cluster when nil.
+	Garden *rest.Config
 	// Sinks maps a function's name to the URL its Trigger delivers to.
 	Sinks map[string]string
 	// Schedules overrides ping schedules by PingSource name, e.g. "bastion-resync" (tests
@@ -293,6 +296,11 @@ func clusterSourceOptions(source *sourcesv1.ContainerSource, sink string, opts O
 	switch {
 	case watchOf(source) == function.Source:
 		sourceOpts.Single = opts.Config
+	case watchOf(source) == function.Garden:
+		sourceOpts.Single = opts.Garden
+		if opts.Garden == nil {
+			sourceOpts.Single = opts.Config
+		}
 	case t.Mode == function.SingleTarget:
 		sourceOpts.Single = t.Single
 	default:

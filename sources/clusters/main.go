@@ -3,7 +3,7 @@
 // configured as Knative's ApiServerSource adapter is and sending its events (see
 // pkg/clustersource), with WATCH=source for the cluster it runs in (source-cluster), with
 // WATCH=target for every shoot of the seed (MULTI_TENANT) or for the one TARGET_KUBECONFIG names
-// (target-clusters).
+// (target-clusters), with WATCH=garden for the garden of GARDEN_KUBECONFIG (garden-cluster).
 package main
 
 import (
@@ -29,8 +29,10 @@ type config struct {
 	bootstrap.Config
 	clients.Tenancy
 	// Watch names the cluster watched (clustersource.WatchEnv): the Source (the one the pod runs
-	// in) or the Target.
+	// in), the Target or the garden.
 	Watch function.Cluster `envconfig:"WATCH" required:"true"`
+	// GardenKubeconfig reaches the garden a source with WATCH=garden watches.
+	GardenKubeconfig string `envconfig:"GARDEN_KUBECONFIG"`
 	// DiscoveryInterval is how often the seed's tenants are listed anew.
 	DiscoveryInterval time.Duration `envconfig:"TENANT_DISCOVERY_INTERVAL" default:"10s"`
 	ListPageSize      int64         `envconfig:"LIST_PAGE_SIZE" default:"500"`
@@ -47,8 +49,14 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Watch != function.Source && cfg.Watch != function.Target {
-		return fmt.Errorf("%s=%q: watch the %s or the %s", clustersource.WatchEnv, cfg.Watch, function.Source, function.Target)
+	switch cfg.Watch {
+	case function.Source, function.Target:
+	case function.Garden:
+		if cfg.GardenKubeconfig == "" {
+			return fmt.Errorf("%s=%s needs the garden's kubeconfig: set GARDEN_KUBECONFIG", clustersource.WatchEnv, cfg.Watch)
+		}
+	default:
+		return fmt.Errorf("%s=%q: watch the %s, the %s or the %s", clustersource.WatchEnv, cfg.Watch, function.Source, function.Target, function.Garden)
 	}
 	zapLog, err := zap.NewProduction()
 	if err != nil {
@@ -70,6 +78,10 @@ func run(ctx context.Context) error {
 	switch {
 	case cfg.Watch == function.Source:
 		if opts.Single, err = process.SourceRESTConfig(); err != nil {
+			return err
+		}
+	case cfg.Watch == function.Garden:
+		if opts.Single, err = process.RESTConfigOf(cfg.GardenKubeconfig); err != nil {
 			return err
 		}
 	case cfg.MultiTenant:

@@ -384,12 +384,12 @@ func sourceGenerations(t *testing.T) map[string]int64 {
 			}
 		}
 	}
-	require.Len(t, out, 3, "the runtime part's source-cluster, the seed's source-cluster and target-clusters")
+	require.Len(t, out, 5, "each part's source-cluster and garden-cluster, and the seed's target-clusters")
 	return out
 }
 
 // orphanBastion creates a Bastion whose Shoot does not exist and times until the bastion function
-// has deleted it: the source-cluster pod (our watchers), Broker, Trigger filter, (activator
+// has deleted it: the runtime part's garden-cluster pod (our watchers), Broker, Trigger filter, (activator
 // and a new pod when at zero), the function's reads and its DELETE.
 func orphanBastion(t *testing.T, ns, name string) time.Duration {
 	t.Helper()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 )
 
@@ -23,8 +24,8 @@ import (
 // -f of its file and the documented Secret, docs/deployment.md "Releases"): every Knative Service
 // of ours and every pod it runs carries the release's version, its images are the release's (tag
 // and digest, under readable names, in the registry the release pushed to), the binaries say the
-// version on their first log line, and controllerinstallation's Secret holds the seed name the
-// suite's landscape uses.
+// version on their first log line, and the seed part's garden access (the Secret garden-access)
+// holds the seed name the suite's landscape uses.
 func TestReleaseInstalled(t *testing.T) {
 	ctx := context.Background()
 	version := os.Getenv("CLUSTER_RELEASE_VERSION")
@@ -77,7 +78,7 @@ func TestReleaseInstalled(t *testing.T) {
 	require.Equal(t, version, started["version"], "the starting line of %s", webhookPods[0].Name)
 
 	secret := &corev1.Secret{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "controllerinstallation-target"}, secret))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: function.GardenAccessSecret}, secret))
 	require.Equal(t, landscape.SeedName, string(secret.Data["seedName"]), "hack/cluster.sh deploy's seed name")
 	t.Logf("%d Knative Services and %d pods of release %s, images by digest under readable names", len(services), pods, version)
 }

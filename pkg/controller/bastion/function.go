@@ -35,9 +35,10 @@ func (c *Config) FromControllerManager(cm *cmv1alpha1.ControllerManagerConfigura
 // Function is GCM's Bastion controller: Bastion events, Shoot events that can condemn a Bastion,
 // and a resync sweep every minute that catches expirations, lifetimes and missed events.
 var Function = &function.Function{
-	Name:   "bastion",
-	Parts:  []function.Part{function.Runtime},
-	Config: &Config{},
+	Name:          "bastion",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	Config:        &Config{},
 	// It reads Bastions (GETs, the Shoot→Bastions LIST and the resync sweep) and Shoots (GETs
 	// only) and deletes Bastions; it never writes Shoots.
 	RBAC: []rbacv1.PolicyRule{

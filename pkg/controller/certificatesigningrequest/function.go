@@ -28,9 +28,10 @@ const ResyncSweep = "resync"
 
 // Function is GCM's CertificateSigningRequest controller ("csr-autoapprove").
 var Function = &function.Function{
-	Name:  "certificatesigningrequest",
-	Parts: []function.Part{function.Runtime},
-	RBAC:  RBAC,
+	Name:          "certificatesigningrequest",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	RBAC:          RBAC,
 	Reconcilers: []function.Reconciler{{
 		Name: "main",
 		For:  kinds.CertificateSigningRequest,

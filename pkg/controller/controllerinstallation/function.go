@@ -64,11 +64,13 @@ var Function = &function.Function{
 	Name:   "controllerinstallation",
 	Parts:  []function.Part{function.Seed},
 	Config: &Config{},
-	// The seed's name comes with its kubeconfig, in the Secret controllerinstallation-target.
-	TargetInputs: map[string]string{"SEED_NAME": "seedName"},
+	// gardenlet's part: it reads the garden with the seed's garden access and installs into the
+	// seed it runs in, its Target. The seed's name comes with the garden access, in the Secret
+	// garden-access: the identity it has there.
+	WorksOnGarden: true,
+	GardenInputs:  map[string]string{"SEED_NAME": "seedName"},
 	// On the garden it reads installations, registrations, deployments, seeds and the pull
-	// secrets deployments name, and writes only installations (finalizer, conditions). What it
-	// may do on the seed is the Target kubeconfig's: Helm creates whatever the charts contain.
+	// secrets deployments name, and writes only installations (finalizer, conditions).
 	RBAC: []rbacv1.PolicyRule{
 		{APIGroups: []string{core}, Resources: []string{"controllerinstallations"}, Verbs: []string{"get", "list", "patch"}},
 		{APIGroups: []string{core}, Resources: []string{"controllerinstallations/status"}, Verbs: []string{"patch"}},
@@ -79,6 +81,9 @@ var Function = &function.Function{
 	NamespacedRBAC: map[string][]rbacv1.PolicyRule{
 		v1beta1constants.GardenNamespace: {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	},
+	// On the seed Helm creates whatever an extension's chart holds (CRDs, RBAC it must be able to
+	// grant, workloads), so only every verb on every resource will do, as for gardenlet there.
+	TargetRBAC: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
 	Reconcilers: []function.Reconciler{
 		{Name: "main", For: kinds.ControllerInstallation, New: newReconciler},
 		{Name: "required", For: kinds.ControllerInstallation, New: newRequiredReconciler},
@@ -123,7 +128,7 @@ func newReconciler(deps function.Deps) (function.Handler, error) {
 		return nil, fmt.Errorf("SEED_NAME is not set: the function installs the ControllerInstallations of one seed")
 	}
 	if deps.Target.Config == nil {
-		return nil, fmt.Errorf("no REST configuration of the seed (TARGET_KUBECONFIG)")
+		return nil, fmt.Errorf("no REST configuration of the seed (KUBECONFIG with GARDEN_KUBECONFIG, or TARGET_KUBECONFIG)")
 	}
 	return NewReconciler(deps, cfg)
 }

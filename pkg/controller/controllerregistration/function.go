@@ -18,9 +18,10 @@ import (
 // controllers.controllerRegistration.concurrentSyncs, is Knative's concurrency here, so it has
 // no configuration of its own.
 var Function = &function.Function{
-	Name:  "controllerregistration",
-	Parts: []function.Part{function.Runtime},
-	RBAC:  function.JoinRules(seed.RBAC, controllerregistrationfinalizer.RBAC, seedfinalizer.RBAC, extensionclusterrole.RBAC),
+	Name:          "controllerregistration",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	RBAC:          function.JoinRules(seed.RBAC, controllerregistrationfinalizer.RBAC, seedfinalizer.RBAC, extensionclusterrole.RBAC),
 	Reconcilers: []function.Reconciler{
 		{Name: seed.ReconcilerName, For: kinds.Seed, New: seed.New},
 		{Name: seed.AllSeedsReconcilerName, For: kinds.ControllerRegistration, New: seed.NewAllSeeds},

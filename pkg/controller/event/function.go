@@ -44,9 +44,10 @@ const TTLSweep = "ttl"
 // streams the Events page by page (never holding more than one page) and deletes the expired
 // ones, so an Event lives at most ttlNonShootEvents plus five minutes.
 var Function = &function.Function{
-	Name:   "event",
-	Parts:  []function.Part{function.Runtime},
-	Config: &Config{},
+	Name:          "event",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	Config:        &Config{},
 	// It lists Events (in full: involvedObject and the timestamps are in the body) and deletes
 	// the expired ones; a Get during the sweep is answered from the page.
 	RBAC: []rbacv1.PolicyRule{

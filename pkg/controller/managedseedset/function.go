@@ -61,10 +61,11 @@ var RBAC = []rbacv1.PolicyRule{
 
 // Function is GCM's ManagedSeedSet controller.
 var Function = &function.Function{
-	Name:   "managedseedset",
-	Parts:  []function.Part{function.Runtime},
-	Config: &Config{},
-	RBAC:   RBAC,
+	Name:          "managedseedset",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	Config:        &Config{},
+	RBAC:          RBAC,
 	Reconcilers: []function.Reconciler{{
 		Name: "main",
 		For:  kinds.ManagedSeedSet,

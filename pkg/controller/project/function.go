@@ -42,10 +42,11 @@ const (
 
 // Function is GCM's Project controller.
 var Function = &function.Function{
-	Name:   "project",
-	Parts:  []function.Part{function.Runtime},
-	Config: &Config{},
-	RBAC:   function.JoinRules(projectmain.RBAC, stale.RBAC, activity.RBAC),
+	Name:          "project",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	Config:        &Config{},
+	RBAC:          function.JoinRules(projectmain.RBAC, stale.RBAC, activity.RBAC),
 	Reconcilers: []function.Reconciler{
 		{Name: projectmain.ReconcilerName, For: kinds.Project, New: projectmain.New},
 		{

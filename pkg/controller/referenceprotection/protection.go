@@ -126,9 +126,10 @@ func AwaitsRelease(obj metav1.Object, finalizer string) bool {
 // Function builds the function that protects p's kind.
 func (p *Protection) Function() *function.Function {
 	fn := &function.Function{
-		Name:  p.FunctionName,
-		Parts: []function.Part{function.Runtime},
-		RBAC:  p.rbac(),
+		Name:          p.FunctionName,
+		Parts:         []function.Part{function.Runtime},
+		WorksOnGarden: true,
+		RBAC:          p.rbac(),
 		Reconcilers: []function.Reconciler{{
 			Name: ReconcilerName,
 			For:  p.Kind,

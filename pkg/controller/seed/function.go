@@ -78,10 +78,11 @@ func (c *Config) Validate() error {
 
 // Function is GCM's Seed controller.
 var Function = &function.Function{
-	Name:   "seed",
-	Parts:  []function.Part{function.Runtime},
-	Config: &Config{},
-	RBAC:   function.JoinRules(secrets.RBAC, backupbucketscheck.RBAC, extensionscheck.RBAC, lifecycle.RBAC),
+	Name:          "seed",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	Config:        &Config{},
+	RBAC:          function.JoinRules(secrets.RBAC, backupbucketscheck.RBAC, extensionscheck.RBAC, lifecycle.RBAC),
 	Reconcilers: []function.Reconciler{
 		{Name: secrets.ReconcilerName, For: kinds.Seed, New: func(deps function.Deps) (function.Handler, error) {
 			return &secrets.Reconciler{Writer: deps.Source.Writer, Live: deps.Source.Reader, Log: deps.Log}, nil

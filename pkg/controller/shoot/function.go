@@ -45,9 +45,10 @@ func (c *Config) FromControllerManager(cm *cmv1alpha1.ControllerManagerConfigura
 
 // Function is GCM's Shoot controller.
 var Function = &function.Function{
-	Name:   "shoot",
-	Parts:  []function.Part{function.Runtime},
-	Config: &Config{},
+	Name:          "shoot",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
+	Config:        &Config{},
 	// reference: lists Shoots and the metadata of Secrets, ConfigMaps and WorkloadIdentities by
 	// namespace and patches their finalizers; its sweep lists project Namespaces. It never reads
 	// one object by name.

@@ -22,8 +22,9 @@ const Name = "finalizer"
 
 // Function is GCM's ShootState finalizer controller.
 var Function = &function.Function{
-	Name:  "shootstate",
-	Parts: []function.Part{function.Runtime},
+	Name:          "shootstate",
+	Parts:         []function.Part{function.Runtime},
+	WorksOnGarden: true,
 	// It reads the metadata of ShootStates (never their state data) and patches their
 	// finalizers, and reads Shoots.
 	RBAC: []rbacv1.PolicyRule{

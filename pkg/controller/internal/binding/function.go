@@ -32,9 +32,10 @@ func NewFunction(k Kind) *function.Function {
 		related = append(related, function.List{Kind: ck.Kind, MetadataOnly: true, LabelSelector: k.ReferenceLabel})
 	}
 	return &function.Function{
-		Name:  k.Name,
-		Parts: []function.Part{function.Runtime},
-		RBAC:  k.rbac(),
+		Name:          k.Name,
+		Parts:         []function.Part{function.Runtime},
+		WorksOnGarden: true,
+		RBAC:          k.rbac(),
 		Reconcilers: []function.Reconciler{{
 			Name: "main",
 			For:  k.Binding,

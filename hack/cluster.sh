@@ -453,15 +453,19 @@ release() {
 # -f config/scale-to-zero/<part>/` does) and the documented inputs: in each part's namespace the
 # Secret knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up: what the
 # scale-to-zero registrations, the shoots' best-effort ones and the authorizer trust) and the
-# part's garden access, the Secret garden-access (the garden's kubeconfig, and in the seed's the
-# seed's name; the cluster plays the garden, reached as its admin), both created first so that
-# the pods that mount them start at once.
+# part's garden access, the Secret garden-access (a kubeconfig of the garden with the token of
+# the part's identity there, which gardener-knative-garden.yaml, applied to the cluster as the
+# garden first, creates; in the seed's also the seed's name), both created first so that the pods
+# that mount them start at once.
 # No caBundle is set here: webhookcertificates fills the registrations', the enrolment and
 # shootcabundle the shoots'.
 deploy() {
   assets=$(cat "$D/assets")
-  local t0 part file namespace
+  local t0 part file namespace token
   t0=$(date +%s)
+  # The garden's part first (the cluster plays the garden): each part's identity there.
+  kc apply -f "$D/release/gardener-knative-garden.yaml" >"$D/logs/apply-garden.log" 2>&1 ||
+    { tail -n 30 "$D/logs/apply-garden.log" >&2; die "kubectl apply -f gardener-knative-garden.yaml failed"; }
   for part in runtime seed; do
     file=gardener-knative-$part${DEPLOY_VARIANT:+-$DEPLOY_VARIANT}.yaml
     [ -f "$D/release/$file" ] || die "no $file in $D/release: hack/cluster.sh release first"
@@ -472,9 +476,19 @@ deploy() {
       kc -n "$namespace" create secret generic knative-ingress-ca --from-file=ca.crt="$D/pki/ingress-ca.crt" >/dev/null
     fi
     if ! kc -n "$namespace" get secret garden-access >/dev/null 2>&1; then
+      # The part's identity in the garden (configgen.GardenIdentity): its token, once the token
+      # controller has filled the Secret, in a kubeconfig of the garden.
+      token=
+      for _ in $(seq 60); do
+        token=$(kc -n kube-system get secret "$namespace-token" -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
+        [ -n "$token" ] && break
+        sleep 1
+      done
+      [ -n "$token" ] || die "no token in kube-system/$namespace-token, the $part part's identity in the garden"
+      sed "s|token: admintoken|token: $token|" "$D/kubeconfig" >"$D/garden-access-$part"
       local identity=() # the seed part's: landscape.SeedName
       [ "$part" = seed ] && identity=(--from-literal=seedName=local-seed)
-      kc -n "$namespace" create secret generic garden-access --from-file=kubeconfig="$D/kubeconfig" "${identity[@]}" >/dev/null
+      kc -n "$namespace" create secret generic garden-access --from-file=kubeconfig="$D/garden-access-$part" "${identity[@]}" >/dev/null
     fi
     kc apply -f "$D/release/$file" >"$D/logs/apply-$part.log" 2>&1 ||
       { tail -n 30 "$D/logs/apply-$part.log" >&2; die "kubectl apply -f $file failed"; }

@@ -340,7 +340,7 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 	var mounts []corev1.VolumeMount
 	switch {
 	case c == function.Source:
-		role.Rules = watchRules(kinds)
+		role.Rules = WatchRules(kinds)
 	case c == function.Garden:
 		role = nil
 		env = append(env, corev1.EnvVar{Name: "GARDEN_KUBECONFIG", Value: GardenMountPath + "/kubeconfig"})
@@ -465,8 +465,9 @@ func clusterObjectMeta(component, name string) metav1.ObjectMeta {
 	}
 }
 
-// watchRules allow get, list and watch on exactly the given kinds, one rule per group.
-func watchRules(kinds []function.Kind) []rbacv1.PolicyRule {
+// WatchRules allow get, list and watch on exactly the given kinds, one rule per group: what a
+// cluster source of them needs.
+func WatchRules(kinds []function.Kind) []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	index := map[string]int{}
 	for _, k := range kinds {

@@ -1,6 +1,7 @@
 // Command genconfig writes what derives from the function registry (functions.All): in each part
 // of config/ (config/runtime/, config/seed/), eventing.yaml (the event plumbing of the part's
-// functions) and <function>.yaml (its RBAC and Knative Service); docs/functions/README.md (the
+// functions) and <function>.yaml (its RBAC and Knative Service); config/garden/, each part's
+// identity in the garden; docs/functions/README.md (the
 // table of every function); and config/scale-to-zero/, the variant of every part in which every
 // Knative Service scales to zero (see pkg/configgen). Run
 // it from the repository root after changing a function's declaration or a Knative Service or
@@ -67,6 +68,13 @@ func run(dir, docs string, check bool, plumbing sources.Plumbing) error {
 		if err := sync(filepath.Join(dir, string(part)), files, check); err != nil {
 			return err
 		}
+	}
+	garden, err := configgen.GardenFiles(functions.All)
+	if err != nil {
+		return err
+	}
+	if err := sync(filepath.Join(dir, configgen.GardenDir), garden, check); err != nil {
+		return err
 	}
 	// The scale-to-zero variant derives from config/ itself, so it is made after the sources.
 	for _, folder := range configgen.ScaleToZeroFolders {

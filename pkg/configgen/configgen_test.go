@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -369,4 +370,54 @@ func TestWriteAndDiff(t *testing.T) {
 	require.Empty(t, problems)
 	require.NoFileExists(t, filepath.Join(dir, "demo.yaml"))
 	require.FileExists(t, handWritten, "files without the generated header are never touched")
+}
+
+// config/garden/ gives each part's functions that work on the garden one identity there, with
+// every rule they declare, get, list and watch on every kind the part's garden source watches,
+// and the Roles of their namespaced rules; a part without such functions gets none.
+func TestGardenIdentity(t *testing.T) {
+	onGarden := demo()
+	onGarden.WorksOnGarden = true
+	onGarden.NamespacedRBAC = map[string][]rbacv1.PolicyRule{"garden": {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}
+	require.NoError(t, onGarden.Validate())
+	assert.Nil(t, configgen.GardenAccess(function.Seed, []*function.Function{demo()}))
+
+	objs := configgen.GardenAccess(function.Seed, []*function.Function{onGarden})
+	var role *rbacv1.ClusterRole
+	var roles []*rbacv1.Role
+	var token *corev1.Secret
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			role = o
+		case *rbacv1.Role:
+			roles = append(roles, o)
+		case *corev1.Secret:
+			token = o
+		}
+		if obj.GetNamespace() != "" {
+			assert.Contains(t, []string{"kube-system", "garden"}, obj.GetNamespace(), "%T %s", obj, obj.GetName())
+		}
+	}
+	require.NotNil(t, role)
+	assert.Equal(t, "gardener-knative:garden-access", role.Name)
+	for _, r := range onGarden.RBAC {
+		assert.Contains(t, role.Rules, r)
+	}
+	for _, k := range onGarden.WatchedKinds(function.Source) {
+		assert.Contains(t, role.Rules, rbacv1.PolicyRule{APIGroups: []string{k.Group}, Resources: []string{k.Resource}, Verbs: []string{"get", "list", "watch"}}, k.Kind)
+	}
+	require.Len(t, roles, 1)
+	assert.Equal(t, "garden", roles[0].Namespace)
+	require.NotNil(t, token)
+	assert.Equal(t, corev1.SecretTypeServiceAccountToken, token.Type)
+	assert.Equal(t, configgen.GardenIdentity(function.Seed), token.Annotations[corev1.ServiceAccountNameKey])
+
+	files, err := configgen.GardenFiles(functions.All)
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name)
+	}
+	assert.Equal(t, []string{"runtime.yaml", "seed.yaml"}, names, "gardener-controller-manager's and gardenlet's part")
 }

@@ -16,7 +16,8 @@ const VersionLabel = "app.kubernetes.io/version"
 
 // ReleaseParts are the folders of config/ a release ships, each as one file: every part
 // (gardener-knative-<part>.yaml, what `kubectl apply -f` installs where the part belongs), each
-// part's scale-to-zero variant, and the seed's opt-in registrations. The shoots' registrations
+// part's scale-to-zero variant, the seed's opt-in registrations, and the parts' identities in the
+// garden (config/garden/, applied to the garden). The shoots' registrations
 // are not among them: the enrolment command renders them from its own copy (config/config.go).
 var ReleaseParts = func() []ReleasePart {
 	var parts []ReleasePart
@@ -25,7 +26,9 @@ var ReleaseParts = func() []ReleasePart {
 			ReleasePart{Folder: string(p), File: "gardener-knative-" + string(p) + ".yaml"},
 			ReleasePart{Folder: ScaleToZeroDir + "/" + string(p), File: "gardener-knative-" + string(p) + "-scale-to-zero.yaml"})
 	}
-	return append(parts, ReleasePart{Folder: "seed-opt-in", File: "gardener-knative-seed-opt-in.yaml"})
+	return append(parts,
+		ReleasePart{Folder: "seed-opt-in", File: "gardener-knative-seed-opt-in.yaml"},
+		ReleasePart{Folder: GardenDir, File: "gardener-knative-garden.yaml"})
 }()
 
 // ReleasePart is one folder of config/ a release resolves into one file.

@@ -80,7 +80,8 @@ func TestActivity(t *testing.T) {
 		matched := map[string]int{}
 		for _, obj := range objs {
 			src, ok := obj.(*sourcesv1.ContainerSource)
-			if !ok || src.Name != sources.SourceName(function.Source) {
+			// The project function works on the garden: the garden's source watches its kinds.
+			if !ok || src.Name != sources.SourceName(function.Garden) {
 				continue
 			}
 			for _, e := range src.Spec.Template.Spec.Containers[0].Env {

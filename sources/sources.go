@@ -95,7 +95,9 @@ func PartObjects(part function.Part, fns []*function.Function, plumbing Plumbing
 		fns = slices.DeleteFunc(slices.Clone(fns), func(fn *function.Function) bool { return !slices.Contains(fn.Parts, part) })
 	}
 	for _, fn := range fns {
-		if len(fn.WatchedKinds(function.Target)) > 0 && fn.DeploymentMode() != function.PerSeed {
+		// A function that works on the garden has the cluster it runs in as its Target, which the
+		// part's own source watches.
+		if len(fn.WatchedKinds(function.Target)) > 0 && fn.DeploymentMode() != function.PerSeed && !fn.WorksOnGarden {
 			return nil, fmt.Errorf("function %s watches its Target %s: config/ runs one target source per seed for the functions deployed per seed", fn.Name, fn.DeploymentMode())
 		}
 	}
@@ -244,13 +246,13 @@ func clusterOf(w function.Watch) function.Cluster {
 }
 
 // eventCluster is the cluster whose source sends the events of fn's watches on c: the garden's
-// for the Source of a function that works on the garden, the Source's for the Target too in seed
-// mode.
+// for the Source of a function that works on the garden, and the part's own source (of the
+// cluster it runs in) for its Target; the Source's for the Target too in seed mode.
 func eventCluster(fn *function.Function, c function.Cluster, mode function.Mode) function.Cluster {
 	switch {
 	case c == function.Source && fn.WorksOnGarden:
 		return function.Garden
-	case c == function.Target && mode == function.SeedMode:
+	case c == function.Target && (fn.WorksOnGarden || mode == function.SeedMode):
 		return function.Source
 	}
 	return c

@@ -290,10 +290,12 @@ func TestTargetSourceOnePerSeed(t *testing.T) {
 
 // A function that works on the garden takes its Source events from the garden's own source,
 // which reaches the garden with the part's garden access and is granted nothing where it runs;
-// the part's local source watches only the other functions' kinds, and each Trigger takes its
-// kinds from its own cluster's source.
+// the part's local source watches the other functions' kinds and its Target's (where it runs:
+// gardener-operator's Extensions), and each Trigger takes its kinds from its own cluster's
+// source.
 func TestGardenSource(t *testing.T) {
-	onGarden := demo("alpha", []function.Kind{kinds.ControllerInstallation, kinds.ControllerDeployment})
+	onGarden := withTargetWatch(demo("alpha", []function.Kind{kinds.ControllerInstallation, kinds.ControllerDeployment}), kinds.Extension)
+	onGarden.Deployment = ""
 	onGarden.WorksOnGarden = true
 	local := demo("beta", []function.Kind{kinds.Secret, kinds.ControllerInstallation})
 	objs, err := sources.Objects([]*function.Function{onGarden, local})
@@ -317,8 +319,9 @@ func TestGardenSource(t *testing.T) {
 		assert.NotContains(t, role.Name, "garden-cluster", "the garden's source needs no rights where it runs")
 	}
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[
-		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerinstallations"}}],"mode":"Resource"}`,
-		containerEnv(containers[0])["K_SOURCE_CONFIG"], "the local source watches beta's kinds, none of alpha's garden")
+		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerinstallations"}},
+		{"gvr":{"Group":"operator.gardener.cloud","Version":"v1alpha1","Resource":"extensions"}}],"mode":"Resource"}`,
+		containerEnv(containers[0])["K_SOURCE_CONFIG"], "the local source watches beta's kinds and alpha's Target, none of alpha's garden")
 
 	filters := map[string][]eventingv1.SubscriptionsAPIFilter{}
 	for _, tr := range byKind[*eventingv1.Trigger](objs) {
@@ -331,4 +334,6 @@ func TestGardenSource(t *testing.T) {
 	assert.NotContains(t, filters["alpha"], installations("source"))
 	assert.Contains(t, filters["beta"], installations("source"))
 	assert.NotContains(t, filters["beta"], installations("garden"))
+	assert.Contains(t, filters["alpha"], eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "source", "apiversion": "operator.gardener.cloud/v1alpha1", "kind": "Extension"}},
+		"alpha's Target is where it runs: the local source's")
 }

@@ -171,7 +171,7 @@ func TestEveryFunctionHasAPart(t *testing.T) {
 // garden's.
 func TestGardenAccess(t *testing.T) {
 	fn := demo()
-	fn.Reconcilers[0].Cluster = function.Target
+	fn.Sweeps[0].Related = []function.List{{Kind: kinds.Namespace, Cluster: function.Target}} // where it runs
 	fn.WorksOnGarden = true
 	fn.GardenInputs = map[string]string{"SEED_NAME": "seedName"}
 	fn.TargetRBAC = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}

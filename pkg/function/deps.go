@@ -77,7 +77,8 @@ type Deps struct {
 	Target ClusterClient
 	Clock  clock.PassiveClock
 	Log    *slog.Logger
-	// Events records Kubernetes Events on the Source cluster, as Gardener's controllers do.
+	// Events records Kubernetes Events on the cluster of the reconciler's kind (For), beside the
+	// objects they are about, as Gardener's controllers do.
 	Events EventRecorder
 	// Config is the function's Config, loaded; nil when the function declares none.
 	Config any

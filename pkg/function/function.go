@@ -46,7 +46,8 @@ const (
 	// seed for GRM's. Every function has it.
 	Source Cluster = "source"
 	// Target is the second cluster of GRM's functions (a shoot, or the seed itself), and of a
-	// function that works on the garden the cluster it runs in (Function.WorksOnGarden).
+	// function that works on the garden the cluster it runs in (Function.WorksOnGarden): a seed
+	// for gardenlet's part, the runtime cluster for gardener-operator's Extensions.
 	Target Cluster = "target"
 	// Garden is the cluster of Gardener's API as the event plumbing of a part names it: a
 	// landscape serves it apart from the runtime cluster and the seeds (a virtual garden), so a
@@ -202,6 +203,10 @@ type Request struct {
 	// Reader reads the reconciler's cluster: the API server for events, the sweep's snapshot
 	// (which falls back to the API server for kinds it did not list) for sweeps.
 	Reader client.Reader
+	// Source reads the Source cluster, likewise live or from the sweep's lists on it: what a
+	// reconciler of a Target kind reads there (Extensions in the runtime cluster, their
+	// registrations in the garden).
+	Source client.Reader
 	// Target reads the Target cluster (of the request's tenant, which the context carries:
 	// tenant.From), likewise live or from the sweep's lists on it; nil for functions without a
 	// Target.
@@ -329,9 +334,11 @@ type Function struct {
 	// WorksOnGarden says that the function's Source is the garden (Gardener's API), which it
 	// reaches as the component it stands in for does, with a kubeconfig of the garden
 	// (GARDEN_KUBECONFIG; config/ mounts its part's Secret GardenAccessSecret), while it runs in
-	// another cluster: a seed for gardenlet's part. That cluster is its Target, reached in-cluster
-	// as its own ServiceAccount with TargetRBAC. Its RBAC and NamespacedRBAC are then what the
-	// garden kubeconfig's identity needs in the garden, none of it granted where it runs.
+	// another cluster: a seed for gardenlet's part, the runtime cluster for gardener-operator's.
+	// That cluster is its Target, reached in-cluster as its own ServiceAccount with TargetRBAC,
+	// and watched by its part's own source (whose events say source: the runtime maps them to
+	// the Target). Its RBAC and NamespacedRBAC are then what the garden kubeconfig's identity
+	// needs in the garden, none of it granted where it runs.
 	WorksOnGarden bool
 	// TargetRBAC is what a function that works on the garden may do in the cluster it runs in,
 	// its Target (gardenlet installs whatever an extension's chart holds).
@@ -510,11 +517,6 @@ func (f *Function) Validate() error {
 		if f.DeploymentMode() == PerSeed {
 			errs = append(errs, errors.New("works on the garden: its Target is the cluster it runs in, not every shoot of a seed"))
 		}
-		// Its part's local source would have to label the cluster it runs in as its Target's;
-		// none of gardenlet's controllers needs that yet.
-		if len(f.WatchedKinds(Target)) > 0 {
-			errs = append(errs, fmt.Errorf("works on the garden and watches %v where it runs: only its garden is watched for it", f.WatchedKinds(Target)))
-		}
 	}
 	switch f.Deployment {
 	case "", SingleTarget, PerSeed:
@@ -537,8 +539,13 @@ func (f *Function) Validate() error {
 		if !names[w.Reconciler] {
 			errs = append(errs, fmt.Errorf("%s: no such reconciler", what))
 		}
-		if r, ok := f.Reconciler(w.Reconciler); ok && w.Map == nil && r.For.GroupKind() != w.Kind.GroupKind() {
-			errs = append(errs, fmt.Errorf("%s: a watch of another kind than the reconciler's needs a mapper", what))
+		if r, ok := f.Reconciler(w.Reconciler); ok && w.Map == nil {
+			if r.For.GroupKind() != w.Kind.GroupKind() {
+				errs = append(errs, fmt.Errorf("%s: a watch of another kind than the reconciler's needs a mapper", what))
+			}
+			if clusterOrSource(r.Cluster) != clusterOrSource(w.Cluster) {
+				errs = append(errs, fmt.Errorf("%s: a watch on another cluster than the reconciler's needs a mapper", what))
+			}
 		}
 		errs = append(errs, validateKind(what, w.Kind), validateCluster(what, w.Cluster))
 		if w.LabelSelector != "" {
@@ -563,8 +570,9 @@ func (f *Function) Validate() error {
 		r, ok := f.Reconciler(s.Reconciler)
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: no reconciler %q", what, s.Reconciler))
-		} else if r.For.GroupKind() != s.Primary.Kind.GroupKind() {
-			errs = append(errs, fmt.Errorf("%s: primary kind %s is not reconciler %q's kind %s", what, s.Primary.Kind.Kind, r.Name, r.For.Kind))
+		} else if r.For.GroupKind() != s.Primary.Kind.GroupKind() || clusterOrSource(r.Cluster) != clusterOrSource(s.Primary.Cluster) {
+			errs = append(errs, fmt.Errorf("%s: primary kind %s on %s is not reconciler %q's kind %s on %s", what,
+				s.Primary.Kind.Kind, clusterOrSource(s.Primary.Cluster), r.Name, r.For.Kind, clusterOrSource(r.Cluster)))
 		}
 		// The primary kind may also be related: then the sweep holds all of it for reads that
 		// need the other objects of the kind (e.g. "does another binding still need this?").

@@ -123,7 +123,8 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		}
 		d := deps
 		d.Log = env.Log.With("reconciler", r.Name)
-		d.Events = NewEventRecorder(env.Source, component, env.Clock, d.Log)
+		// On the cluster of the objects the reconciler reconciles: Events are about them.
+		d.Events = NewEventRecorder(s.live[s.clusterOf(r.Cluster)], component, env.Clock, d.Log)
 		h, err := r.New(d)
 		if err != nil {
 			return nil, fmt.Errorf("function %s: reconciler %s: %w", fn.Name, r.Name, err)
@@ -250,19 +251,14 @@ func (s *Server) handle(ctx context.Context, event cloudevents.Event) error {
 func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.EventTimeout)
 	defer cancel()
+	if err := s.onGarden(&ev); err != nil {
+		return err
+	}
 	watched := false
 	var transient, terminal []error
 	reconciled := map[string]map[Key]bool{}
 	echo := s.ownWriteOf(ev)
 	mapCtx := ctx
-	if ev.Cluster == Garden {
-		// The garden's source serves the part's functions that work on the garden: it is their
-		// Source, and no other function's.
-		if !s.fn.WorksOnGarden {
-			return rejected("an event of the garden, but function %s does not work on the garden", s.fn.Name)
-		}
-		ev.Cluster = Source
-	}
 	if ev.Tenant != "" {
 		if s.targets == nil || s.targets.mode != PerSeed {
 			return rejected("event of tenant %s, but function %s does not serve tenants", ev.Tenant, s.fn.Name)
@@ -361,10 +357,26 @@ func (s *Server) reconcileLive(ctx context.Context, r Reconciler, key Key, from 
 		s.metrics.filtered.WithLabelValues(r.Name, r.For.Kind).Inc()
 		return nil
 	}
-	return s.reconcile(ctx, r, Request{Key: key, Reader: s.live[s.clusterOf(r.Cluster)], Target: s.live[Target], Trigger: ByEvent, echo: echo})
+	return s.reconcile(ctx, r, Request{Key: key, Reader: s.live[s.clusterOf(r.Cluster)], Source: s.live[Source], Target: s.live[Target], Trigger: ByEvent, echo: echo})
 }
 
 // clusterOf is where a declared cluster is: the Source for the Target too in seed mode.
+// onGarden names the cluster of an event as a function that works on the garden sees it: the
+// garden's source sends its Source events (and serves no other function); the part's own source,
+// which watches the cluster the function runs in, its Target events, once the function reaches
+// the garden apart from that cluster (in seed mode the Source is the Target anyway).
+func (s *Server) onGarden(ev *Event) error {
+	switch {
+	case ev.Cluster == Garden && !s.fn.WorksOnGarden:
+		return rejected("an event of the garden, but function %s does not work on the garden", s.fn.Name)
+	case ev.Cluster == Garden:
+		ev.Cluster = Source
+	case ev.Cluster == Source && s.fn.WorksOnGarden && s.targets != nil && s.targets.mode == SingleTarget:
+		ev.Cluster = Target
+	}
+	return nil
+}
+
 func (s *Server) clusterOf(c Cluster) Cluster {
 	c = clusterOrSource(c)
 	if c == Target && s.targets != nil && s.targets.mode == SeedMode {
@@ -420,7 +432,7 @@ func (s *Server) reconcile(ctx context.Context, r Reconciler, req Request) error
 			break
 		}
 		// Live reads answer as for an event (a sweep's indexes are the snapshot's alone).
-		reader, req.Target, req.Trigger = live, s.live[Target], ByEvent
+		reader, req.Source, req.Target, req.Trigger = live, s.live[Source], s.live[Target], ByEvent
 		j.reset()
 	}
 	s.metrics.reconcile.WithLabelValues(r.Name, string(trigger), result(err)).Observe(time.Since(start).Seconds())

@@ -632,15 +632,19 @@ func TestEventTimeoutAsksForARetry(t *testing.T) {
 
 func TestValidateRejectsInconsistentDeclarations(t *testing.T) {
 	fn := testFunction(&recorder{})
-	fn.Watches = append(fn.Watches, Watch{Kind: NewKind(corev1.SchemeGroupVersion, "Secret", "secrets"), Reconciler: "main"}, Watch{Kind: bastionKind, Reconciler: "nope"})
-	fn.Sweeps = append(fn.Sweeps, Sweep{Name: "resync", Schedule: "", Reconciler: "main", Primary: List{Kind: shootKind}})
+	fn.Watches = append(fn.Watches, Watch{Kind: NewKind(corev1.SchemeGroupVersion, "Secret", "secrets"), Reconciler: "main"}, Watch{Kind: bastionKind, Reconciler: "nope"},
+		Watch{Kind: bastionKind, Cluster: Target, Reconciler: "main"})
+	fn.Sweeps = append(fn.Sweeps, Sweep{Name: "resync", Schedule: "", Reconciler: "main", Primary: List{Kind: shootKind}},
+		Sweep{Name: "elsewhere", Schedule: "* * * * *", Reconciler: "main", Primary: List{Kind: bastionKind, Cluster: Target}})
 	err := fn.Validate()
 	require.Error(t, err)
 	for _, want := range []string{
 		`watch of Secret for "main": a watch of another kind than the reconciler's needs a mapper`,
 		`watch of Bastion for "nope": no such reconciler`,
 		"sweep resync: declared twice", "sweep resync: needs a schedule or a period, not both",
-		`sweep resync: primary kind Shoot is not reconciler "main"'s kind Bastion`,
+		`sweep resync: primary kind Shoot on source is not reconciler "main"'s kind Bastion on source`,
+		`watch of Bastion for "main": a watch on another cluster than the reconciler's needs a mapper`,
+		`sweep elsewhere: primary kind Bastion on target is not reconciler "main"'s kind Bastion on source`,
 	} {
 		assert.ErrorContains(t, err, want)
 	}

@@ -265,7 +265,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 		}
 		snap(l.Cluster).related[l.Kind.GroupKind()] = held
 	}
-	reader := snap(r.Cluster)
+	reader, source := snap(r.Cluster), snap(Source)
 	var target *snapshot
 	if s.targets != nil {
 		target = snap(Target)
@@ -289,7 +289,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				err := s.reconcileSwept(ctx, sweep.Name, r, key, tn, reader, target)
+				err := s.reconcileSwept(ctx, sweep.Name, r, key, tn, reader, source, target)
 				mu.Lock()
 				defer mu.Unlock()
 				result.objects++
@@ -316,7 +316,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 
 // reconcileSwept reconciles one key of a sweep against its snapshots. A sweep over one tenant
 // reconciles for that tenant; a sweep over everything, for the tenant of each key.
-func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler, key Key, tn tenant.Name, reader, target *snapshot) error {
+func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler, key Key, tn tenant.Name, reader, source, target *snapshot) error {
 	owner, err := s.targets.tenantOf(r, key, tn)
 	if err == nil && tn == "" {
 		ctx, err = s.targets.reach(ctx, owner)
@@ -330,7 +330,7 @@ func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler,
 	if !r.appliesTo(ctx) {
 		return nil
 	}
-	req := Request{Key: key, Reader: reader, Trigger: BySweep, Sweep: sweep}
+	req := Request{Key: key, Reader: reader, Source: source, Trigger: BySweep, Sweep: sweep}
 	if target != nil {
 		req.Target = target
 	}

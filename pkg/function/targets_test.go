@@ -197,6 +197,28 @@ func TestSingleTargetRefusesTenantEvents(t *testing.T) {
 	assert.Equal(t, []string{"garden/b@"}, rec.recorded())
 }
 
+// A function that works on the garden, apart from the cluster it runs in, takes the garden's
+// events as its Source's and those of its part's own source (cluster=source, the cluster it runs
+// in) as its Target's: a Source kind from there is not its concern.
+func TestOnTheGardenThePartsOwnSourceIsTheTarget(t *testing.T) {
+	rec := &tenantRecorder{}
+	fn := targetFunction(rec)
+	fn.WorksOnGarden = true
+	srv := serveTargets(t, fn, Env{Target: fake.NewClientBuilder().WithScheme(scheme.Gardener).Build()})
+	code, body := post(t, srv, configMapEvent(t, "garden/b", map[string]string{ClusterExtension: "source"}))
+	require.Equal(t, http.StatusOK, code, body)
+	bastion := event(t, RefUpdateEventType, `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","name":"a","namespace":"garden"}`)
+	bastion.SetExtension(ClusterExtension, "garden")
+	code, body = post(t, srv, bastion)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, []string{"garden/b@", "garden/a@"}, rec.recorded())
+
+	bastion.SetExtension(ClusterExtension, "source")
+	code, body = post(t, srv, bastion)
+	assert.Equal(t, http.StatusUnprocessableEntity, code, "where it runs, Bastions are not watched: %s", body)
+	assert.Len(t, rec.recorded(), 2)
+}
+
 func TestScheduleEvery(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		2 * time.Second:        "*/2 * * * * *",

@@ -235,7 +235,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 // runsInSeed: the function works on the garden (the main control plane, GARDEN_KUBECONFIG) from
 // the seed control plane, its Target (KUBECONFIG), as config/ runs gardenlet's part in a seed.
 func runsInSeed(fn *function.Function) bool {
-	return fn.WorksOnGarden && slices.Contains(fn.Clusters(), function.Target)
+	return fn.WorksOnGarden && slices.Contains(fn.Parts, function.Seed)
 }
 
 // perSeed: the function serves the landscape's shoot as a tenant (MULTI_TENANT).

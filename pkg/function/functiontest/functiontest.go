@@ -21,6 +21,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -138,6 +139,10 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 	)
 	if s.asFunction {
 		ApplyRBAC(t, env, fn)
+		if fn.WorksOnGarden && s.target == nil {
+			// Seed mode: the one cluster is its garden and where it runs, its Target.
+			applyTargetRBAC(t, env, fn)
+		}
 		c, counter, err = env.FunctionClient(configgen.ServiceAccountName(fn), s.configure...)
 	} else {
 		require.Empty(t, s.configure, "WithRESTConfig needs AsFunction")
@@ -191,6 +196,25 @@ func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 	require.NoError(t, env.ApplyRBAC(context.Background(), configgen.RBACObjects(fn, fn.HomePart())))
 }
 
+// applyTargetRBAC grants a function that works on the garden, as its ServiceAccount in env, what
+// config/ grants it where it runs (configgen.DeployedRBACObjects: its TargetRBAC), beside its
+// garden rules (ApplyRBAC): the ClusterRole and binding of those get another name.
+func applyTargetRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
+	t.Helper()
+	var objs []client.Object
+	for _, obj := range configgen.DeployedRBACObjects(fn, fn.HomePart()) {
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			o.Name += ":target"
+		case *rbacv1.ClusterRoleBinding:
+			o.Name += ":target"
+			o.RoleRef.Name += ":target"
+		}
+		objs = append(objs, obj)
+	}
+	require.NoError(t, env.ApplyRBAC(context.Background(), objs))
+}
+
 // Post sends event over HTTP in binary mode and returns the status code and body.
 func (h *Harness) Post(event cloudevents.Event) (int, string) {
 	h.t.Helper()
@@ -232,20 +256,31 @@ func (h *Harness) event(verb string, obj client.Object, reference bool) cloudeve
 		"add": events.MakeAddEvent, "update": events.MakeUpdateEvent, "delete": events.MakeDeleteEvent,
 	}[verb]
 	require.NotNil(h.t, make, "verb %q is not add, update or delete", verb)
-	_, event, err := make(h.Env.Config.Host, sources.SourceName(function.Source), u, reference)
+	// The Source's events come from the garden's source for a function that works on the
+	// garden, as config/ sends them.
+	from := function.Source
+	if h.fn.WorksOnGarden {
+		from = function.Garden
+	}
+	_, event, err := make(h.Env.Config.Host, sources.SourceName(from), u, reference)
 	require.NoError(h.t, err)
 	event.SetID(fmt.Sprintf("%s-%d", obj.GetName(), time.Now().UnixNano()))
-	event.SetExtension(function.ClusterExtension, string(function.Source))
+	event.SetExtension(function.ClusterExtension, string(from))
 	return event
 }
 
 // TargetEvent builds the event the Target cluster's source sends about obj: with the tenant
-// extension of the multi-tenant event source when tn is set.
+// extension of the multi-tenant event source when tn is set. The Target of a function that works
+// on the garden is the cluster it runs in, whose events its part's own source sends.
 func (h *Harness) TargetEvent(verb string, obj client.Object, tn tenant.Name) cloudevents.Event {
 	h.t.Helper()
 	event := h.Event(verb, obj)
-	event.SetSource(sources.SourceName(function.Target))
-	event.SetExtension(function.ClusterExtension, string(function.Target))
+	from := function.Target
+	if h.fn.WorksOnGarden {
+		from = function.Source
+	}
+	event.SetSource(sources.SourceName(from))
+	event.SetExtension(function.ClusterExtension, string(from))
 	if tn != "" {
 		event.SetExtension(function.TenantExtension, string(tn))
 	}

@@ -52,7 +52,7 @@ var ownedSelector = ExtensionLabel
 // deletion of a ControllerRegistration or ControllerDeployment an Extension owns (its deletion
 // may now finish; a live Extension needs it back).
 var Watches = []function.Watch{
-	{Kind: kinds.Extension, Reconciler: ReconcilerName, Predicate: ExtensionPredicate},
+	{Kind: kinds.Extension, Cluster: function.Target, Reconciler: ReconcilerName, Predicate: ExtensionPredicate},
 	{Kind: kinds.ControllerRegistration, Reconciler: ReconcilerName, LabelSelector: ownedSelector, Predicate: OwnedDeletedPredicate, Map: MapToOwningExtension},
 	{Kind: kinds.ControllerDeployment, Reconciler: ReconcilerName, LabelSelector: ownedSelector, Predicate: OwnedDeletedPredicate, Map: MapToOwningExtension},
 }
@@ -64,18 +64,22 @@ var Sweeps = []function.Sweep{{
 	Name:       ResyncSweepName,
 	Schedule:   "*/10 * * * *",
 	Reconciler: ReconcilerName,
-	Primary:    function.List{Kind: kinds.Extension},
+	Primary:    function.List{Kind: kinds.Extension, Cluster: function.Target},
 	Related: []function.List{
 		{Kind: kinds.ControllerRegistration, LabelSelector: ownedSelector},
 		{Kind: kinds.ControllerDeployment, LabelSelector: ownedSelector},
 	},
 }}
 
-// RBAC is what the reconciler does in the garden.
+// RBAC is what the reconciler does in the garden: the registrations.
 var RBAC = []rbacv1.PolicyRule{
+	{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"controllerregistrations", "controllerdeployments"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
+}
+
+// TargetRBAC is what it does in the runtime cluster: the Extensions, and Events about them.
+var TargetRBAC = []rbacv1.PolicyRule{
 	{APIGroups: []string{operatorv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"extensions"}, Verbs: []string{"get", "list", "patch"}},
 	{APIGroups: []string{operatorv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"extensions/status"}, Verbs: []string{"patch"}},
-	{APIGroups: []string{gardencorev1beta1.SchemeGroupVersion.Group}, Resources: []string{"controllerregistrations", "controllerdeployments"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
 	function.EventsRBAC,
 }
 
@@ -117,16 +121,20 @@ func MapToOwningExtension(_ context.Context, _ client.Reader, ev function.Event)
 
 // New builds the reconciler.
 func New(deps function.Deps) (function.Handler, error) {
-	return &reconciler{writer: deps.Source.Writer, clock: deps.Clock, events: deps.Events, log: deps.Log}, nil
+	return &reconciler{extensions: deps.Target.Writer, registrations: deps.Source.Writer, clock: deps.Clock, events: deps.Events, log: deps.Log}, nil
 }
 
 type reconciler struct {
-	writer function.Writer
-	clock  clock.PassiveClock
-	events function.EventRecorder
-	log    *slog.Logger
+	// extensions writes the Extensions (in the runtime cluster), registrations their
+	// ControllerRegistrations and ControllerDeployments (in the garden).
+	extensions, registrations function.Writer
+	clock                     clock.PassiveClock
+	events                    function.EventRecorder
+	log                       *slog.Logger
 }
 
+// Reconcile reads the Extension in the runtime cluster (req.Reader) and its registration in the
+// garden (req.Source).
 func (r *reconciler) Reconcile(ctx context.Context, req function.Request) error {
 	ext := &operatorv1alpha1.Extension{}
 	if err := req.Reader.Get(ctx, req.Key, ext); err != nil {
@@ -137,20 +145,21 @@ func (r *reconciler) Reconcile(ctx context.Context, req function.Request) error 
 		if !controllerutil.ContainsFinalizer(ext, operatorv1alpha1.FinalizerName) {
 			return nil
 		}
-		return r.delete(ctx, req.Reader, log, ext)
+		return r.delete(ctx, req.Source, log, ext)
 	}
-	return r.reconcile(ctx, req.Reader, log, ext)
+	return r.reconcile(ctx, req.Source, log, ext)
 }
 
-func (r *reconciler) reconcile(ctx context.Context, reader client.Reader, log *slog.Logger, ext *operatorv1alpha1.Extension) error {
+// reconcile and delete read the garden with garden.
+func (r *reconciler) reconcile(ctx context.Context, garden client.Reader, log *slog.Logger, ext *operatorv1alpha1.Extension) error {
 	if !controllerutil.ContainsFinalizer(ext, operatorv1alpha1.FinalizerName) {
 		log.Info("Adding finalizer")
-		if _, err := r.writer.Patch(ctx, ext, func() { controllerutil.AddFinalizer(ext, operatorv1alpha1.FinalizerName) }); err != nil {
+		if _, err := r.extensions.Patch(ctx, ext, func() { controllerutil.AddFinalizer(ext, operatorv1alpha1.FinalizerName) }); err != nil {
 			return fmt.Errorf("failed to add finalizer: %w", err)
 		}
 	}
 
-	if err := r.applyRegistration(ctx, reader, log, ext); err != nil {
+	if err := r.applyRegistration(ctx, garden, log, ext); err != nil {
 		if statusErr := r.setInstalled(ctx, ext, gardencorev1beta1.ConditionFalse, ReasonReconcileFailed, err.Error()); statusErr != nil {
 			return errors.Join(err, fmt.Errorf("failed to update extension status: %w", statusErr))
 		}
@@ -161,9 +170,9 @@ func (r *reconciler) reconcile(ctx context.Context, reader client.Reader, log *s
 
 // applyRegistration creates or updates the ControllerRegistration and ControllerDeployment, or
 // deletes them when the Extension asks for none.
-func (r *reconciler) applyRegistration(ctx context.Context, reader client.Reader, log *slog.Logger, ext *operatorv1alpha1.Extension) error {
+func (r *reconciler) applyRegistration(ctx context.Context, garden client.Reader, log *slog.Logger, ext *operatorv1alpha1.Extension) error {
 	if !HasExtensionDeployment(ext) {
-		deleted, _, err := r.deleteOwned(ctx, reader, ext)
+		deleted, _, err := r.deleteOwned(ctx, garden, ext)
 		if err != nil {
 			return err
 		}
@@ -178,11 +187,11 @@ func (r *reconciler) applyRegistration(ctx context.Context, reader client.Reader
 		return function.Terminal(err)
 	}
 	// The deployment first: the registration refers to it.
-	deploymentChanged, err := r.applyDeployment(ctx, reader, desiredDeployment)
+	deploymentChanged, err := r.applyDeployment(ctx, garden, desiredDeployment)
 	if err != nil {
 		return fmt.Errorf("failed to reconcile ControllerRegistration: %w", err)
 	}
-	registrationChanged, err := r.applyControllerRegistration(ctx, reader, desiredRegistration)
+	registrationChanged, err := r.applyControllerRegistration(ctx, garden, desiredRegistration)
 	if err != nil {
 		return fmt.Errorf("failed to reconcile ControllerRegistration: %w", err)
 	}
@@ -193,18 +202,18 @@ func (r *reconciler) applyRegistration(ctx context.Context, reader client.Reader
 	return nil
 }
 
-func (r *reconciler) applyDeployment(ctx context.Context, reader client.Reader, desired *gardencorev1beta1.ControllerDeployment) (bool, error) {
+func (r *reconciler) applyDeployment(ctx context.Context, garden client.Reader, desired *gardencorev1beta1.ControllerDeployment) (bool, error) {
 	existing := &gardencorev1beta1.ControllerDeployment{}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+	if err := garden.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, err
 		}
-		return true, r.writer.Create(ctx, desired)
+		return true, r.registrations.Create(ctx, desired)
 	}
 	if existing.DeletionTimestamp != nil {
 		return false, fmt.Errorf("ControllerDeployment %q is being deleted", existing.Name)
 	}
-	return r.writer.Patch(ctx, existing, func() {
+	return r.registrations.Patch(ctx, existing, func() {
 		setLabels(existing, desired.Labels)
 		existing.Type = desired.Type
 		existing.ProviderConfig = desired.ProviderConfig
@@ -212,18 +221,18 @@ func (r *reconciler) applyDeployment(ctx context.Context, reader client.Reader, 
 	})
 }
 
-func (r *reconciler) applyControllerRegistration(ctx context.Context, reader client.Reader, desired *gardencorev1beta1.ControllerRegistration) (bool, error) {
+func (r *reconciler) applyControllerRegistration(ctx context.Context, garden client.Reader, desired *gardencorev1beta1.ControllerRegistration) (bool, error) {
 	existing := &gardencorev1beta1.ControllerRegistration{}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+	if err := garden.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, err
 		}
-		return true, r.writer.Create(ctx, desired)
+		return true, r.registrations.Create(ctx, desired)
 	}
 	if existing.DeletionTimestamp != nil {
 		return false, fmt.Errorf("ControllerRegistration %q is being deleted", existing.Name)
 	}
-	return r.writer.Patch(ctx, existing, func() {
+	return r.registrations.Patch(ctx, existing, func() {
 		setLabels(existing, desired.Labels)
 		for k, v := range desired.Annotations {
 			if existing.Annotations == nil {
@@ -248,8 +257,8 @@ func setLabels(obj client.Object, labels map[string]string) {
 
 // delete removes the registration and, once it is gone and the Extension is not required in
 // the runtime cluster, the finalizer.
-func (r *reconciler) delete(ctx context.Context, reader client.Reader, log *slog.Logger, ext *operatorv1alpha1.Extension) error {
-	_, remaining, err := r.deleteOwned(ctx, reader, ext)
+func (r *reconciler) delete(ctx context.Context, garden client.Reader, log *slog.Logger, ext *operatorv1alpha1.Extension) error {
+	_, remaining, err := r.deleteOwned(ctx, garden, ext)
 	if err != nil {
 		if statusErr := r.setInstalled(ctx, ext, gardencorev1beta1.ConditionFalse, ReasonDeleteFailed, err.Error()); statusErr != nil {
 			return errors.Join(err, fmt.Errorf("failed to update extension status: %w", statusErr))
@@ -271,7 +280,7 @@ func (r *reconciler) delete(ctx context.Context, reader client.Reader, log *slog
 		return err
 	}
 	log.Info("Removing finalizer")
-	if _, err := r.writer.Patch(ctx, ext, func() { controllerutil.RemoveFinalizer(ext, operatorv1alpha1.FinalizerName) }); err != nil {
+	if _, err := r.extensions.Patch(ctx, ext, func() { controllerutil.RemoveFinalizer(ext, operatorv1alpha1.FinalizerName) }); err != nil {
 		return fmt.Errorf("failed to remove finalizer: %w", err)
 	}
 	return nil
@@ -280,7 +289,7 @@ func (r *reconciler) delete(ctx context.Context, reader client.Reader, log *slog
 // deleteOwned deletes the ControllerRegistration and ControllerDeployment the Extension owns. It
 // reports whether it sent a deletion, and which of them still exist afterwards: those that
 // finalizers keep.
-func (r *reconciler) deleteOwned(ctx context.Context, reader client.Reader, ext *operatorv1alpha1.Extension) (bool, []string, error) {
+func (r *reconciler) deleteOwned(ctx context.Context, garden client.Reader, ext *operatorv1alpha1.Extension) (bool, []string, error) {
 	var (
 		deleted   bool
 		remaining []string
@@ -289,7 +298,7 @@ func (r *reconciler) deleteOwned(ctx context.Context, reader client.Reader, ext 
 		&gardencorev1beta1.ControllerRegistration{},
 		&gardencorev1beta1.ControllerDeployment{},
 	} {
-		if err := reader.Get(ctx, client.ObjectKey{Name: ext.Name}, obj); err != nil {
+		if err := garden.Get(ctx, client.ObjectKey{Name: ext.Name}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -299,7 +308,7 @@ func (r *reconciler) deleteOwned(ctx context.Context, reader client.Reader, ext 
 			continue // not the Extension's: someone else's object of the same name
 		}
 		if obj.GetDeletionTimestamp() == nil {
-			if err := r.writer.Delete(ctx, obj); err != nil {
+			if err := r.registrations.Delete(ctx, obj); err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
 				}
@@ -326,7 +335,7 @@ func kindName(obj client.Object) string {
 // setInstalled sets the Installed condition and the observed generation, as gardener-operator's
 // status update does; nothing is sent when nothing changes.
 func (r *reconciler) setInstalled(ctx context.Context, ext *operatorv1alpha1.Extension, status gardencorev1beta1.ConditionStatus, reason, message string) error {
-	_, err := r.writer.PatchStatus(ctx, ext, func() {
+	_, err := r.extensions.PatchStatus(ctx, ext, func() {
 		ext.Status.Conditions = function.SetCondition(r.clock, ext.Status.Conditions, operatorv1alpha1.ExtensionInstalled, status, reason, message)
 		ext.Status.ObservedGeneration = ext.Generation
 	})

@@ -10,7 +10,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
@@ -21,14 +20,15 @@ type Verdict struct {
 	Reason, Message string
 }
 
-// Decide decides the condition of an Extension, reading what it needs through reader.
-type Decide func(ctx context.Context, reader client.Reader, ext *operatorv1alpha1.Extension) (Verdict, error)
+// Decide decides the condition of an Extension, reading what it needs through the request's
+// readers: req.Reader reads the runtime cluster (the Extensions' cluster), req.Source the garden.
+type Decide func(ctx context.Context, req function.Request, ext *operatorv1alpha1.Extension) (Verdict, error)
 
 // NewReconciler is the constructor of a reconciler that keeps the Extension's condition of type
 // t as decide decides; a patch that changes nothing sends nothing.
 func NewReconciler(t gardencorev1beta1.ConditionType, decide Decide) func(function.Deps) (function.Handler, error) {
 	return func(deps function.Deps) (function.Handler, error) {
-		return &reconciler{writer: deps.Source.Writer, clock: deps.Clock, condition: t, decide: decide}, nil
+		return &reconciler{writer: deps.Target.Writer, clock: deps.Clock, condition: t, decide: decide}, nil
 	}
 }
 
@@ -44,7 +44,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if err := req.Reader.Get(ctx, req.Key, ext); err != nil {
 		return err
 	}
-	v, err := r.decide(ctx, req.Reader, ext)
+	v, err := r.decide(ctx, req, ext)
 	if err != nil {
 		return err
 	}

@@ -71,9 +71,9 @@ var runtimeKinds = []struct {
 // of an extension object of class "garden" (class and type are immutable, so their updates
 // cannot change what is required), mapped to the Extensions that support its kind and type.
 func Watches() []function.Watch {
-	watches := []function.Watch{{Kind: kinds.Extension, Reconciler: ReconcilerName, Predicate: ExtensionPredicate}}
+	watches := []function.Watch{{Kind: kinds.Extension, Cluster: function.Target, Reconciler: ReconcilerName, Predicate: ExtensionPredicate}}
 	for _, k := range runtimeKinds {
-		watches = append(watches, function.Watch{Kind: k.kind, Reconciler: ReconcilerName, Predicate: GardenObjectPredicate, Map: MapToSupportingExtensions})
+		watches = append(watches, function.Watch{Kind: k.kind, Cluster: function.Target, Reconciler: ReconcilerName, Predicate: GardenObjectPredicate, Map: MapToSupportingExtensions})
 	}
 	return watches
 }
@@ -81,18 +81,18 @@ func Watches() []function.Watch {
 // Sweeps is the resync: every Extension against one LIST of each runtime kind and of the
 // Extensions (for the auto-enabled ones).
 func Sweeps() []function.Sweep {
-	related := []function.List{{Kind: kinds.Extension}}
+	related := []function.List{{Kind: kinds.Extension, Cluster: function.Target}}
 	for _, k := range runtimeKinds {
-		related = append(related, function.List{Kind: k.kind})
+		related = append(related, function.List{Kind: k.kind, Cluster: function.Target})
 	}
 	return []function.Sweep{{
 		Name: SweepName, Schedule: "*/10 * * * *", Reconciler: ReconcilerName,
-		Primary: function.List{Kind: kinds.Extension}, Related: related,
+		Primary: function.List{Kind: kinds.Extension, Cluster: function.Target}, Related: related,
 	}}
 }
 
-// RBAC is what the reconciler does in the garden.
-var RBAC = []rbacv1.PolicyRule{
+// TargetRBAC is what the reconciler does in the runtime cluster; it reads nothing in the garden.
+var TargetRBAC = []rbacv1.PolicyRule{
 	{APIGroups: []string{operatorv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"extensions"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{operatorv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"extensions/status"}, Verbs: []string{"patch"}},
 	{APIGroups: []string{extensionsv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"backupbuckets", "backupentries", "dnsrecords", "extensions"}, Verbs: []string{"list"}},
@@ -176,8 +176,10 @@ func RequiredKinds(ext *operatorv1alpha1.Extension, gardenTypes map[string]sets.
 // New builds the reconciler.
 var New = required.NewReconciler(operatorv1alpha1.ExtensionRequiredRuntime, decide)
 
-// decide reads the objects of the runtime kinds the Extension supports and all Extensions.
-func decide(ctx context.Context, reader client.Reader, ext *operatorv1alpha1.Extension) (required.Verdict, error) {
+// decide reads the objects of the runtime kinds the Extension supports and all Extensions, all in
+// the runtime cluster.
+func decide(ctx context.Context, req function.Request, ext *operatorv1alpha1.Extension) (required.Verdict, error) {
+	reader := req.Reader
 	gardenTypes := map[string]sets.Set[string]{}
 	for _, k := range runtimeKinds {
 		if !slices.ContainsFunc(ext.Spec.Resources, func(r gardencorev1beta1.ControllerResource) bool { return r.Kind == k.kind.Kind }) {

@@ -34,6 +34,11 @@ def kubectl(*args, **kw):
     return subprocess.run(["kubectl", *args], capture_output=True, text=True, **kw)
 
 
+def garden_kubectl(*args, **kw):
+    """kubectl on the virtual garden (hack/cluster.sh env's GARDEN_KUBECONFIG), where Projects are."""
+    return kubectl("--kubeconfig", os.environ["GARDEN_KUBECONFIG"], *args, **kw)
+
+
 def pods():
     out = kubectl("get", "pods", "-n", NS, "-l", "serving.knative.dev/service=" + SERVICE, "-o", "json", check=True)
     return json.loads(out.stdout)["items"]
@@ -102,11 +107,11 @@ def run():
     project = {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Project", "metadata": {"name": name},
                "spec": {"namespace": "garden-" + name, "owner": owner,
                         "members": [dict(owner, role="admin", roles=["owner"])]}}
-    kubectl("create", "-f", "-", input=json.dumps(project), check=True)
+    garden_kubectl("create", "-f", "-", input=json.dumps(project), check=True)
     # The reference: kubectl has returned, so the Project exists (kubectl's own start-up, about
     # 0.3 s, is not counted).
     t0 = time.time()
-    while kubectl("get", "namespace", "garden-" + name).returncode != 0:
+    while garden_kubectl("get", "namespace", "garden-" + name).returncode != 0:
         time.sleep(0.02)
     done = time.time()
     watch.stop()

@@ -3,7 +3,8 @@
 # this machine, nothing pulled from the internet (docs/cluster.md).
 #
 #   hack/cluster.sh up       control plane, node, registry, DNS, ingress; Knative Serving (core) and
-#                            Eventing (core, MT-channel-based Broker, InMemoryChannel), all Ready
+#                            Eventing (core, MT-channel-based Broker, InMemoryChannel), all Ready;
+#                            beside the cluster a virtual garden (kube-apiserver and etcd, no nodes)
 #   hack/cluster.sh release  `make release` of this repository into the cluster's registry ($D/release/)
 #   hack/cluster.sh deploy   installs that release the way docs/deployment.md says: kubectl apply -f and
 #                            the documented inputs, no Go, no ko
@@ -26,6 +27,9 @@ POD_CIDR=10.244.0.0/24 POD_RANGE=10.244.0.0/16 SVC_CIDR=10.96.0.0/24
 POD_BRIDGE=gk-pods0 SVC_BRIDGE=gk-svc0 CHAIN=GK-CLUSTER
 NODE=gk-node
 ETCD_PORT=22379 API_PORT=26443 REGISTRY=127.0.0.1:25000 INGRESS_PORT=28080 INGRESS_TLS_PORT=28443
+# The virtual garden's: a kube-apiserver and etcd of their own, and the range of its Services
+# (which no node serves: it has none).
+GARDEN_ETCD_PORT=23379 GARDEN_API_PORT=27443 GARDEN_SVC_CIDR=10.97.0.0/24
 # The ingress's public entry, what a cluster's external load balancer exposes: only Knative's
 # public routes are served on it, cluster-local ones on INGRESS_PORT and INGRESS_TLS_PORT only.
 INGRESS_PUBLIC_PORT=28081
@@ -38,6 +42,7 @@ kernel/keys/root_maxbytes net/ipv4/conf/all/route_localnet net/bridge/bridge-nf-
 log() { echo "cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 kc() { "$assets/kubectl" --kubeconfig "$D/kubeconfig" "$@"; }
+kg() { "$assets/kubectl" --kubeconfig "$D/garden-kubeconfig" "$@"; }
 ctr_() { ctr --address "$D/containerd/containerd.sock" -n k8s.io "$@"; }
 
 # start NAME CMD...: a process that outlives this script, its pid in $D/pids/NAME.
@@ -246,6 +251,33 @@ CF
   wait_for "node $NODE" 120 bash -c "'$assets/kubectl' --kubeconfig '$D/kubeconfig' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 }
 
+# garden_up starts the virtual garden (docs/cluster.md): a kube-apiserver and etcd of their own,
+# apart from the cluster and with no nodes, where Gardener's API is (the stand-in CRDs, applied by
+# up), and of the controllers gardener-operator runs for a virtual garden those its clients need:
+# ServiceAccounts and their tokens (the parts' identities there), namespaces, garbage collection.
+# Bound to the host's address, as the cluster's kube-apiserver: pods reach it there, as a runtime
+# cluster's and a seed's pods reach a virtual garden's load balancer.
+garden_up() {
+  local hostip=$1
+  mkdir -p "$D"/{garden-etcd,garden-pki}
+  openssl genrsa -out "$D/garden-pki/sa.key" 2048 2>/dev/null
+  start garden-etcd "$assets/etcd" --data-dir "$D/garden-etcd" --listen-client-urls "http://127.0.0.1:$GARDEN_ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$GARDEN_ETCD_PORT" --listen-peer-urls http://127.0.0.1:$((GARDEN_ETCD_PORT + 1)) \
+    --quota-backend-bytes 2147483648 --unsafe-no-fsync
+  start garden-kube-apiserver "$assets/kube-apiserver" --etcd-servers "http://127.0.0.1:$GARDEN_ETCD_PORT" \
+    --secure-port "$GARDEN_API_PORT" --bind-address "$hostip" --advertise-address "$hostip" \
+    --cert-dir "$D/garden-pki" --token-auth-file "$D/pki/tokens.csv" --authorization-mode RBAC \
+    --service-cluster-ip-range "$GARDEN_SVC_CIDR" --service-account-key-file "$D/garden-pki/sa.key" \
+    --service-account-signing-key-file "$D/garden-pki/sa.key" --service-account-issuer https://garden.local
+  sed "s|https://$hostip:$API_PORT|https://$hostip:$GARDEN_API_PORT|" "$D/kubeconfig" >"$D/garden-kubeconfig"
+  wait_for "garden kube-apiserver" 90 curl -skf -H 'Authorization: Bearer admintoken' "https://$hostip:$GARDEN_API_PORT/readyz"
+  start garden-kube-controller-manager "$assets/kube-controller-manager" --kubeconfig "$D/garden-kubeconfig" \
+    --leader-elect=false --bind-address 127.0.0.1 --secure-port 20267 \
+    --controllers serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller \
+    --service-account-private-key-file "$D/garden-pki/sa.key" --root-ca-file "$D/garden-pki/apiserver.crt" \
+    --use-service-account-credentials=false
+}
+
 # module_dir MODULE: where Knative's tools module has MODULE, downloaded first (go list -m would
 # print nothing for a module not yet in the module cache).
 module_dir() {
@@ -427,10 +459,16 @@ up() {
   wait_for registry 30 curl -sf "http://$REGISTRY/v2/pause/manifests/1" -H 'Accept: application/vnd.oci.image.manifest.v1+json'
   cluster_up "$hostip"
   log "cluster Ready in $(( $(date +%s) - t0 ))s"
+  garden_up "$hostip"
   knative_up "$hostip"
   log "Knative Serving and Eventing Ready, $(( $(date +%s) - t0 ))s after up"
-  # What a garden cluster has (hack/clusterprep): Gardener's API as stand-in CRDs, the namespace garden.
-  (cd "$root" && go run ./hack/clusterprep) | kc apply --server-side -f - >"$D/logs/clusterprep.log"
+  # Gardener's kinds as stand-in CRDs and the namespace garden (hack/clusterprep), in the garden
+  # and in the cluster: the garden serves Gardener's API, the cluster as runtime cluster and seed
+  # gardener-operator's and the extensions' kinds; each has all of them, so that an object written
+  # into the wrong one is found (test/cluster's TestGardenerObjectsWhereGardenerKeepsThem).
+  (cd "$root" && go run ./hack/clusterprep) >"$D/clusterprep.yaml"
+  kc apply --server-side -f "$D/clusterprep.yaml" >"$D/logs/clusterprep.log"
+  kg apply --server-side -f "$D/clusterprep.yaml" >"$D/logs/clusterprep-garden.log"
   env_
 }
 
@@ -453,18 +491,18 @@ release() {
 # -f config/scale-to-zero/<part>/` does) and the documented inputs: in each part's namespace the
 # Secret knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up: what the
 # scale-to-zero registrations, the shoots' best-effort ones and the authorizer trust) and the
-# part's garden access, the Secret garden-access (a kubeconfig of the garden with the token of
-# the part's identity there, which gardener-knative-garden.yaml, applied to the cluster as the
-# garden first, creates; in the seed's also the seed's name), both created first so that the pods
-# that mount them start at once.
+# part's garden access, the Secret garden-access (a kubeconfig of the virtual garden with the
+# token of the part's identity there, which gardener-knative-garden.yaml, applied to the garden
+# first, creates; in the seed's also the seed's name), both created first so that the pods that
+# mount them start at once.
 # No caBundle is set here: webhookcertificates fills the registrations', the enrolment and
 # shootcabundle the shoots'.
 deploy() {
   assets=$(cat "$D/assets")
   local t0 part file namespace token
   t0=$(date +%s)
-  # The garden's part first (the cluster plays the garden): each part's identity there.
-  kc apply -f "$D/release/gardener-knative-garden.yaml" >"$D/logs/apply-garden.log" 2>&1 ||
+  # The garden's part first, in the virtual garden: each part's identity there.
+  kg apply -f "$D/release/gardener-knative-garden.yaml" >"$D/logs/apply-garden.log" 2>&1 ||
     { tail -n 30 "$D/logs/apply-garden.log" >&2; die "kubectl apply -f gardener-knative-garden.yaml failed"; }
   for part in runtime seed; do
     file=gardener-knative-$part${DEPLOY_VARIANT:+-$DEPLOY_VARIANT}.yaml
@@ -480,12 +518,12 @@ deploy() {
       # controller has filled the Secret, in a kubeconfig of the garden.
       token=
       for _ in $(seq 60); do
-        token=$(kc -n kube-system get secret "$namespace-token" -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
+        token=$(kg -n kube-system get secret "$namespace-token" -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
         [ -n "$token" ] && break
         sleep 1
       done
       [ -n "$token" ] || die "no token in kube-system/$namespace-token, the $part part's identity in the garden"
-      sed "s|token: admintoken|token: $token|" "$D/kubeconfig" >"$D/garden-access-$part"
+      sed "s|token: admintoken|token: $token|" "$D/garden-kubeconfig" >"$D/garden-access-$part"
       local identity=() # the seed part's: landscape.SeedName
       [ "$part" = seed ] && identity=(--from-literal=seedName=local-seed)
       kc -n "$namespace" create secret generic garden-access --from-file=kubeconfig="$D/garden-access-$part" "${identity[@]}" >/dev/null
@@ -567,6 +605,7 @@ down() {
 
 env_() {
   echo "export KUBECONFIG=$D/kubeconfig"
+  echo "export GARDEN_KUBECONFIG=$D/garden-kubeconfig"
   echo "export REGISTRY=$REGISTRY"
   echo "export CLUSTER_DIR=$D"
   echo "export CLUSTER_ASSETS=$(cat "$D/assets")"

@@ -44,4 +44,4 @@ go test -count=1 -timeout 30m -v -run 'TestScaleToZero|TestAdmissionFromZero' ./
 # Last, every function's samples of `make run` on the deployed system, its shoot enrolled with
 # the scale-to-zero variant now deployed (its chart registry lives
 # only as long as the test; the installations made of it keep resolving the chart every minute).
-CLUSTER_SCALE_TO_ZERO=1 go test -count=1 -timeout 30m -v -run 'TestSamples' ./test/cluster/
+CLUSTER_SCALE_TO_ZERO=1 go test -count=1 -timeout 30m -v -run 'TestSamples|TestGardenerObjectsWhereGardenerKeepsThem' ./test/cluster/

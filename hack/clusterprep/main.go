@@ -1,8 +1,9 @@
-// Command clusterprep prints, as YAML, what makes the one-node cluster (hack/cluster.sh) the garden
-// cluster that config/ expects: the stand-in CRDs of the Gardener kinds gardener-apiserver serves
-// (pkg/testenv: the same CRDs envtest and `make run` install) and the namespace garden. It is the
-// garden's part, applied by `hack/cluster.sh up`; what an operator installs and provides
-// (the release, controllerinstallation's Secret) is `hack/cluster.sh deploy`'s, with kubectl only.
+// Command clusterprep prints, as YAML, what Gardener would have installed in the one-node
+// cluster's landscape (hack/cluster.sh): the stand-in CRDs of the Gardener kinds (pkg/testenv: the
+// same CRDs envtest and `make run` install) and the namespace garden. `hack/cluster.sh up` applies
+// it to the virtual garden (gardener-apiserver's kinds) and to the cluster (gardener-operator's
+// and the extensions' kinds, as the runtime cluster and seed). What an operator installs and
+// provides (the release, the parts' garden access) is `hack/cluster.sh deploy`'s, with kubectl only.
 package main
 
 import (

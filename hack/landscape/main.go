@@ -95,7 +95,7 @@ func run(dir string, withSamples bool) error {
 	if withSamples {
 		// Created before the sources start: the cluster sources do not replay existing objects,
 		// so only the first sweep can find them, as after a cold start on a real cluster.
-		if err := samples.Create(ctx, land.Env.Client, land.SampleChartRef); err != nil {
+		if err := samples.Create(ctx, samples.Clusters{Garden: land.Env.Client, Runtime: land.Env.Client}, land.SampleChartRef); err != nil {
 			return err
 		}
 	}
@@ -121,7 +121,7 @@ func run(dir string, withSamples bool) error {
 	status.headline("Every sweep runs every 20 s here (on a cluster: its own schedule).")
 	status.headline("Ctrl-C stops everything. What each function did, from its /metrics:")
 	if land.Seed != nil && withSamples {
-		status.lines = append(status.lines, samples.RegistrationChain{Garden: land.Env.Client, Seed: land.Seed.Client}.Line)
+		status.lines = append(status.lines, samples.RegistrationChain{Garden: land.Env.Client, Runtime: land.Env.Client, Seed: land.Seed.Client}.Line)
 	}
 	if withSamples {
 		status.lines = append(status.lines, samples.NetworkPolicyLine(land.Env.Client))

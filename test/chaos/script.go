@@ -61,7 +61,7 @@ func newScript(land *landscape.Landscape, kubelet client.Client) *script {
 	s.kubelet = &recorder{Client: kubelet, cluster: "shoot", script: s}
 	s.nodes = &samples.ShootNodes{Shoot: s.shoot, Seed: s.garden, Kubelet: s.kubelet}
 	s.grm = &samples.GRM{Seed: land.Env.Client, Shoot: land.Shoot.Client}
-	s.chain = samples.RegistrationChain{Garden: land.Env.Client, Seed: land.Seed.Client}
+	s.chain = samples.RegistrationChain{Garden: land.Env.Client, Runtime: land.Env.Client, Seed: land.Seed.Client}
 	s.networkPolicies = samples.NetworkPolicyLine(land.Env.Client)
 	return s
 }
@@ -78,7 +78,7 @@ func (s *script) create(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("the shoot's samples: %w (last attempt: %v)", err, last)
 	}
-	return samples.Create(ctx, s.garden, s.chartRef)
+	return samples.Create(ctx, samples.Clusters{Garden: s.garden, Runtime: s.garden}, s.chartRef)
 }
 
 // follow runs make run's live lines every second until stop is called, as the live view does:

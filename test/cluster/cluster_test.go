@@ -70,26 +70,31 @@ func namespaceOf(t *testing.T, name string) string {
 	return ns.(string)
 }
 
-var c client.Client
+// c is the one-node cluster: the runtime cluster and the seed. garden is the virtual garden, a
+// kube-apiserver of its own with no nodes, where Gardener's API is (hack/cluster.sh).
+var c, garden client.Client
 
 func TestMain(m *testing.M) {
-	kubeconfig, dir := os.Getenv("KUBECONFIG"), os.Getenv("CLUSTER_DIR")
-	if kubeconfig == "" || dir == "" {
+	kubeconfig, gardenKubeconfig, dir := os.Getenv("KUBECONFIG"), os.Getenv("GARDEN_KUBECONFIG"), os.Getenv("CLUSTER_DIR")
+	if kubeconfig == "" || gardenKubeconfig == "" || dir == "" {
 		fmt.Println("test/cluster: skipped, no cluster (make e2e-cluster runs it on hack/cluster.sh's)")
 		os.Exit(0)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
 	// controller-runtime logs through its logger (envtest, for the shoots): nowhere here.
 	ctrllog.SetLogger(logr.Discard())
-	c, err = client.New(cfg, client.Options{Scheme: scheme.Gardener})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for _, cl := range []struct {
+		kubeconfig string
+		client     *client.Client
+	}{{kubeconfig, &c}, {gardenKubeconfig, &garden}} {
+		cfg, err := clientcmd.BuildConfigFromFlags("", cl.kubeconfig)
+		if err == nil {
+			cfg.QPS, cfg.Burst = 50, 100
+			*cl.client, err = client.New(cfg, client.Options{Scheme: scheme.Gardener})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -292,7 +297,7 @@ func podsLeft(t *testing.T, service string) int {
 
 // exists is nil once obj exists (NotFound keeps eventually polling).
 func exists(obj client.Object) error {
-	err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	err := garden.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s not found yet", obj.GetName())
 	}
@@ -318,8 +323,8 @@ func projectNamespace(t *testing.T, name string) (*corev1.Namespace, time.Durati
 	p.Spec.Owner = &owner
 	p.Spec.Members = []gardencorev1beta1.ProjectMember{{Subject: owner, Role: gardencorev1beta1.ProjectMemberAdmin, Roles: []string{gardencorev1beta1.ProjectMemberOwner}}}
 	start := time.Now()
-	require.NoError(t, c.Create(context.Background(), p))
-	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	require.NoError(t, garden.Create(context.Background(), p))
+	t.Cleanup(func() { _ = garden.Delete(context.Background(), p) })
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-" + name}}
 	eventually(t, 2*time.Minute, "namespace of project "+name, func() error { return exists(ns) })
 	took := time.Since(start)
@@ -362,9 +367,9 @@ func TestEventSteadyState(t *testing.T) {
 	var took []time.Duration
 	for i := range runs {
 		churn := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("churn-%d-%d", time.Now().Unix()%100000, i)}}
-		require.NoError(t, c.Create(context.Background(), churn))
+		require.NoError(t, garden.Create(context.Background(), churn))
 		took = append(took, orphanBastion(t, ns, fmt.Sprintf("warm-%d", i)))
-		require.NoError(t, c.Delete(context.Background(), churn))
+		require.NoError(t, garden.Delete(context.Background(), churn))
 	}
 	t.Logf("event to the function's write (a Bastion of a missing Shoot deleted), warm, %d runs with a namespace created and deleted in each: %s", runs, summary(took))
 	require.Equal(t, before, sourceGenerations(t), "the sources' Deployments never change with namespaces")
@@ -397,7 +402,7 @@ func orphanBastion(t *testing.T, ns, name string) time.Duration {
 	b.Spec.ShootRef.Name = "no-such-shoot"
 	b.Spec.SeedName = ptr.To("local")
 	start := time.Now()
-	require.NoError(t, c.Create(context.Background(), b))
+	require.NoError(t, garden.Create(context.Background(), b))
 	eventually(t, 2*time.Minute, "Bastion "+name+" of a missing Shoot deleted", func() error { return gone(b) })
 	return time.Since(start)
 }
@@ -407,17 +412,17 @@ func shootNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, time.Now().Unix()%100000)}}
-	require.NoError(t, c.Create(ctx, ns))
-	t.Cleanup(func() { _ = c.Delete(ctx, ns) })
+	require.NoError(t, garden.Create(ctx, ns))
+	t.Cleanup(func() { _ = garden.Delete(ctx, ns) })
 	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns.Name}}
 	shoot.Spec.SeedName = ptr.To("local")
-	require.NoError(t, c.Create(ctx, shoot))
+	require.NoError(t, garden.Create(ctx, shoot))
 	return ns.Name
 }
 
 // gone is nil once obj no longer exists.
 func gone(obj client.Object) error {
-	err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	err := garden.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -435,9 +440,9 @@ func TestPingSourceSweep(t *testing.T) {
 	b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: "expires-soon", Namespace: ns}}
 	b.Spec.ShootRef.Name = "local"
 	b.Spec.SeedName = ptr.To("local")
-	require.NoError(t, c.Create(ctx, b))
+	require.NoError(t, garden.Create(ctx, b))
 	b.Status.ExpirationTimestamp = &metav1.Time{Time: time.Now().Add(15 * time.Second)}
-	require.NoError(t, c.Status().Update(ctx, b))
+	require.NoError(t, garden.Status().Update(ctx, b))
 	took := eventually(t, 3*time.Minute, "the expired Bastion deleted by a sweep", func() error { return gone(b) })
 	t.Logf("Bastion deleted %s after creation (expired after 15 s; the resync PingSource ticks every minute)", took.Round(time.Second))
 }

@@ -10,18 +10,22 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/landscape"
 	"github.com/gardener-knative/gardener-knative/pkg/landscape/samples"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
-// The samples of `make run` (pkg/landscape/samples) on the deployed system: the cluster plays the
-// garden and the seed (controllerinstallation's SEED_NAME is the samples' Seed), a second
-// kube-apiserver the landscape's shoot, and the sample chart comes from an OCI registry the
+// The samples of `make run` (pkg/landscape/samples) on the deployed system: each in its cluster,
+// Gardener's API in the virtual garden, the Extensions and the resource manager's objects in the
+// cluster, which is the runtime cluster and the seed (controllerinstallation's SEED_NAME is the
+// samples' Seed), a second kube-apiserver the landscape's shoot, and the sample chart comes from an OCI registry the
 // suite serves on the pods' gateway. Every live line of `make run` (the extension registration
 // chain down to the Helm release, the network policies, GRM's ManagedResource, token requestor,
 // node, token invalidator and CSR approver) reaches its complete state, driven by events: no
@@ -50,7 +54,7 @@ func TestSamples(t *testing.T) {
 	})
 	t.Logf("grm-webhooks answered within %s", woken.Round(time.Millisecond))
 	writer := &webhookRetrying{Client: c, t: t}
-	require.NoError(t, samples.Create(ctx, writer, chartRef))
+	require.NoError(t, samples.Create(ctx, samples.Clusters{Garden: garden, Runtime: writer}, chartRef))
 	t.Logf("samples created in %s; %d writes retried after a webhook was not reached", time.Since(start).Round(time.Second), writer.retried)
 	grm := &samples.GRM{Seed: c, Shoot: shoot.env.Client}
 	t.Cleanup(func() {
@@ -65,7 +69,7 @@ func TestSamples(t *testing.T) {
 		name string
 		line func() string
 	}{
-		{"registration chain", samples.RegistrationChain{Garden: c, Seed: c}.Line},
+		{"registration chain", samples.RegistrationChain{Garden: garden, Runtime: c, Seed: c}.Line},
 		{"network policy", samples.NetworkPolicyLine(c)},
 		{"GRM", grm.Line},
 		{"GRM node", (&samples.ShootNodes{Shoot: shoot.env.Client, Seed: c, Kubelet: kubelet}).Line},
@@ -135,3 +139,45 @@ func (w *webhookRetrying) Patch(ctx context.Context, obj client.Object, patch cl
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// Every Gardener object the suite leaves is where Gardener keeps it: Gardener's API in the
+// virtual garden, the runtime cluster's and the seed's kinds (gardener-operator's Extensions,
+// extensions', etcd-druid's, machine-controller-manager's) in the one-node cluster. The stand-in
+// CRDs are installed in both (hack/cluster.sh up), so a function that wrote an object into the
+// wrong cluster would have succeeded and is found here. It runs after the samples, which set every
+// function to work.
+func TestGardenerObjectsWhereGardenerKeepsThem(t *testing.T) {
+	crds, err := testenv.GardenerCRDs()
+	require.NoError(t, err)
+	inGarden := map[string]bool{"core.gardener.cloud": true, "operations.gardener.cloud": true, "security.gardener.cloud": true, "seedmanagement.gardener.cloud": true}
+	found := map[string]int{}
+	for _, crd := range crds {
+		right, wrong, where := garden, c, "the runtime cluster"
+		if !inGarden[crd.Spec.Group] {
+			right, wrong, where = c, garden, "the garden"
+		}
+		version := ""
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				version = v.Name
+			}
+		}
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind}
+		count := func(cl client.Client) []string {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk)
+			require.NoError(t, cl.List(context.Background(), list), "%s", gvk)
+			var names []string
+			for _, o := range list.Items {
+				names = append(names, client.ObjectKeyFromObject(&o).String())
+			}
+			return names
+		}
+		assert.Empty(t, count(wrong), "%s of %s in %s", crd.Spec.Names.Kind, crd.Spec.Group, where)
+		found[crd.Spec.Group] += len(count(right))
+	}
+	t.Logf("Gardener objects where they belong, by group: %v", found)
+	for _, group := range []string{"core.gardener.cloud", "operator.gardener.cloud", "extensions.gardener.cloud"} {
+		assert.Positive(t, found[group], "the samples left objects of %s: the check looked where they are", group)
+	}
+}

@@ -20,11 +20,12 @@ import (
 )
 
 // RegistrationChain is the live view's line following the sample registration chain
-// (controllerinstallationSamples) through both API servers: the Extension, the
-// ControllerRegistration and ControllerDeployment made of it, the Shoot that requires it, the
-// ControllerInstallation on the seed and the Helm release there.
+// (controllerinstallationSamples) through the API servers: the Extension (in the runtime
+// cluster), the ControllerRegistration and ControllerDeployment made of it, the Shoot that
+// requires it, the ControllerInstallation on the seed (in the garden) and the Helm release in the
+// seed.
 type RegistrationChain struct {
-	Garden, Seed client.Client
+	Garden, Runtime, Seed client.Client
 }
 
 // line reads the chain (a handful of requests) and renders it, e.g.
@@ -38,7 +39,7 @@ func (c RegistrationChain) Line() string {
 
 func (c RegistrationChain) extension(ctx context.Context) string {
 	ext := &operatorv1alpha1.Extension{}
-	if err := c.Garden.Get(ctx, client.ObjectKey{Name: chainExtension}, ext); err != nil {
+	if err := c.Runtime.Get(ctx, client.ObjectKey{Name: chainExtension}, ext); err != nil {
 		return "Extension " + chainExtension + " " + mark(err)
 	}
 	if cond := function.GetCondition(ext.Status.Conditions, operatorv1alpha1.ExtensionInstalled); cond == nil || cond.Status != gardencorev1beta1.ConditionTrue {

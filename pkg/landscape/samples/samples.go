@@ -19,43 +19,60 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// Clusters are where the samples go, each object where Gardener keeps it: Garden is Gardener's
+// API (a virtual garden in a landscape); Runtime the garden runtime cluster, where
+// gardener-operator's Extensions are, which is also the seed whose shoots the resource manager's
+// functions serve (Gardener's "runtime cluster as seed"). `make run` has one cluster for both.
+type Clusters struct {
+	Garden, Runtime client.Client
+}
+
 // sample creates the objects that show a function at work.
-type sample func(ctx context.Context, c client.Client) error
+type sample func(ctx context.Context, c Clusters) error
+
+// inGarden and inRuntime are samples whose objects are all in one cluster.
+func inGarden(create func(context.Context, client.Client) error) sample {
+	return func(ctx context.Context, c Clusters) error { return create(ctx, c.Garden) }
+}
+
+func inRuntime(create func(context.Context, client.Client) error) sample {
+	return func(ctx context.Context, c Clusters) error { return create(ctx, c.Runtime) }
+}
 
 // all are, per function, the samples that show it at work in `make run` and on the one-node
 // cluster; each lives in samples_<function>.go beside this file. chartRef is the OCI reference
 // of the landscape's sample chart, which the registration chain's Extensions install.
 func all(chartRef string) []sample {
 	return []sample{
-		bastionSamples,
-		secretbindingSamples,
-		credentialsbindingSamples,
-		shootSamples,
-		shootStatusSamples,
-		shootHibernationSamples,
-		seedSamples,
-		cloudprofileSamples,
-		namespacedcloudprofileSamples,
-		controllerdeploymentSamples(chartRef),
-		controllerregistrationSamples,
+		inGarden(bastionSamples),
+		inGarden(secretbindingSamples),
+		inGarden(credentialsbindingSamples),
+		inGarden(shootSamples),
+		inGarden(shootStatusSamples),
+		inGarden(shootHibernationSamples),
+		inGarden(seedSamples),
+		inGarden(cloudprofileSamples),
+		inGarden(namespacedcloudprofileSamples),
+		inGarden(controllerdeploymentSamples(chartRef)),
+		inGarden(controllerregistrationSamples),
 		controllerinstallationSamples(chartRef),
-		extensionSamples(chartRef),
-		exposureclassSamples,
-		quotaSamples,
-		projectSamples,
-		projectStaleSamples,
-		eventSamples,
-		certificatesigningrequestSamples,
-		managedseedsetSamples,
-		managedresourceSamples,
-		networkpolicySamples,
+		inRuntime(extensionSamples(chartRef)),
+		inGarden(exposureclassSamples),
+		inGarden(quotaSamples),
+		inGarden(projectSamples),
+		inGarden(projectStaleSamples),
+		inGarden(eventSamples),
+		inGarden(certificatesigningrequestSamples),
+		inGarden(managedseedsetSamples),
+		inRuntime(managedresourceSamples),
+		inRuntime(networkpolicySamples),
 	}
 }
 
-// Create creates every function's samples in the garden (or seed) cluster c, with chartRef as
-// the sample chart's OCI reference (landscape.SampleChartName:SampleChartVersion in a registry
-// the functions reach).
-func Create(ctx context.Context, c client.Client, chartRef string) error {
+// Create creates every function's samples, each in its cluster, with chartRef as the sample
+// chart's OCI reference (landscape.SampleChartName:SampleChartVersion in a registry the functions
+// reach).
+func Create(ctx context.Context, c Clusters, chartRef string) error {
 	for _, create := range all(chartRef) {
 		if err := create(ctx, c); err != nil {
 			return err

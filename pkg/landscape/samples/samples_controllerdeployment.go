@@ -19,7 +19,7 @@ import (
 // stays (the function logs why; Gardener records no Event here); "sample-unused" is being
 // deleted and goes. Each names the sample chart, as Gardener's validation requires (a cluster
 // runs it: config/webhook-extension-registration.yaml).
-func controllerdeploymentSamples(chartRef string) sample {
+func controllerdeploymentSamples(chartRef string) func(context.Context, client.Client) error {
 	return func(ctx context.Context, c client.Client) error {
 		return createControllerDeploymentSamples(ctx, c, chartRef)
 	}

@@ -45,7 +45,8 @@ const (
 // `kubectl --kubeconfig .landscape/seed-kubeconfig get cm,secrets -A -l 'owner=helm'` and the
 // chart's ConfigMap `sample-extension-config`; the live view's "registration chain" line follows it.
 func controllerinstallationSamples(chartRef string) sample {
-	return func(ctx context.Context, c client.Client) error {
+	return func(ctx context.Context, clusters Clusters) error {
+		c := clusters.Garden
 		seed := &gardencorev1beta1.Seed{ObjectMeta: metav1.ObjectMeta{Name: controllerinstallationSeed}}
 		seed.Spec.Provider = gardencorev1beta1.SeedProvider{Type: "local", Region: "local", Zones: []string{"0"}}
 		seed.Spec.Networks = gardencorev1beta1.SeedNetworks{Pods: "10.1.0.0/16", Services: "10.2.0.0/16"}
@@ -67,7 +68,7 @@ func controllerinstallationSamples(chartRef string) sample {
 			Values: &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"hello from the registration chain"}`)},
 			Policy: ptr.To(gardencorev1beta1.ControllerDeploymentPolicyOnDemand),
 		}}
-		if err := c.Create(ctx, ext); err != nil {
+		if err := clusters.Runtime.Create(ctx, ext); err != nil {
 			return err
 		}
 

@@ -24,7 +24,7 @@ import (
 // local-seed requires for itself (ControlPlane, Infrastructure, Worker of type local), so the
 // controllerregistration function installs it there too, beside the registration chain's
 // sample-extension (controllerinstallationSamples).
-func extensionSamples(chartRef string) sample {
+func extensionSamples(chartRef string) func(context.Context, client.Client) error {
 	return func(ctx context.Context, c client.Client) error {
 		const provider = "local"
 		ext := &operatorv1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "provider-local"}}

@@ -69,7 +69,7 @@ func TestSamplesPassGardenersValidation(t *testing.T) {
 			},
 		}).
 		Build()
-	require.NoError(t, samples.Create(context.Background(), c, "registry.local/charts/sample-extension:0.1.0"))
+	require.NoError(t, samples.Create(context.Background(), samples.Clusters{Garden: c, Runtime: c}, "registry.local/charts/sample-extension:0.1.0"))
 	require.Positive(t, validated, "the samples hold registrations")
 	t.Logf("%d registrations, deployments, Extensions and extension resources validated", validated)
 }

@@ -118,5 +118,8 @@ func listName(l function.List) string {
 	if l.LabelSelector != "" {
 		s += fmt.Sprintf(" `%s`", l.LabelSelector)
 	}
+	if l.FieldSelector != nil {
+		s += " *field selector of its configuration*"
+	}
 	return s
 }

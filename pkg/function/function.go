@@ -267,6 +267,13 @@ type List struct {
 	// Deployments, without its workloads' elsewhere). A list without a namespace goes to the
 	// API server.
 	OnDemand bool
+	// FieldSelector, when set, restricts the LIST on the server by the field selector it derives
+	// from the function's loaded Config, as Period derives a schedule: gardenlet's part lists only
+	// its seed's ControllerInstallations (spec.seedRef.name), not every seed's. The reconcilers must
+	// not need what it leaves out: the sweep's snapshot holds none of it.
+	FieldSelector func(config any) string
+	// fieldSelector is FieldSelector of the running function's Config, set by the sweep.
+	fieldSelector string
 }
 
 // IndexFunc returns the values of one field of an object, for field selectors.
@@ -593,8 +600,8 @@ func (f *Function) Validate() error {
 			if l.PerTenant && (clusterOrSource(l.Cluster) != Source || !l.Kind.Namespaced || l.Namespace != "") {
 				errs = append(errs, fmt.Errorf("%s: %s is listed per tenant, which confines a namespaced Source kind to the tenant's namespace", what, l.Kind.Kind))
 			}
-			if l.OnDemand && (!l.Kind.Namespaced || l.Namespace != "" || l.KeysOnly || l.PerTenant) {
-				errs = append(errs, fmt.Errorf("%s: %s is listed on demand, one namespace at a time: a namespaced kind, not confined to a namespace, with its objects", what, l.Kind.Kind))
+			if l.OnDemand && (!l.Kind.Namespaced || l.Namespace != "" || l.KeysOnly || l.PerTenant || l.FieldSelector != nil) {
+				errs = append(errs, fmt.Errorf("%s: %s is listed on demand, one namespace at a time: a namespaced kind, not confined to a namespace or by fields, with its objects", what, l.Kind.Kind))
 			}
 			if l.KeysOnly && l.Project != nil {
 				errs = append(errs, fmt.Errorf("%s: %s holds only keys, a projection would be dropped", what, l.Kind.Kind))

@@ -733,3 +733,29 @@ func TestEventsWaitingForAKeyShareOneReconcile(t *testing.T) {
 	assert.Len(t, rec.recorded(), 2, "the running reconcile and one for the five that waited")
 	assert.Equal(t, 4.0, testutil.ToFloat64(h.server.metrics.coalescedKeys.WithLabelValues("main")))
 }
+
+// A list's FieldSelector, derived from the function's Config, restricts the sweep's LIST on the
+// server: the sweep reconciles only what it selects (gardenlet's part: its seed's installations).
+func TestSweepListsByTheConfiguredFieldSelector(t *testing.T) {
+	bastion := func(name, seed string) client.Object {
+		b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+		b.Spec.SeedName = ptr.To(seed)
+		return b
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(bastion("a1", "a"), bastion("b1", "b"), bastion("a2", "a")).
+		WithIndex(&operationsv1alpha1.Bastion{}, "spec.seedName", func(o client.Object) []string {
+			return []string{ptr.Deref(o.(*operationsv1alpha1.Bastion).Spec.SeedName, "")}
+		}).Build()
+	rec := &recorder{seedShoots: map[Key]int{}}
+	fn := testFunction(rec)
+	fn.Sweeps[0].Related = nil
+	fn.Sweeps[0].Primary.FieldSelector = func(config any) string { return "spec.seedName=" + config.(string) }
+	s, err := NewServer(fn, Env{Source: c, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry(), Config: "a"},
+		Options{EventTimeout: 5 * time.Second, SweepTimeout: 5 * time.Second, SweepConcurrency: 1, ListPageSize: 1, ConflictRetries: 1})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	code, body := postBinary(t, srv.URL, event(t, PingEventType, `{"sweep":"resync"}`))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.ElementsMatch(t, []Key{{Namespace: "ns", Name: "a1"}, {Namespace: "ns", Name: "a2"}}, rec.recorded(), "page by page, seed a's only")
+}

@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"time"
 
+	gardencore "github.com/gardener/gardener/pkg/apis/core"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/helmrelease"
@@ -94,7 +96,7 @@ var Function = &function.Function{
 	},
 	Sweeps: []function.Sweep{{
 		Name: "resync", Schedule: "* * * * *", Reconciler: "main",
-		Primary: function.List{Kind: kinds.ControllerInstallation},
+		Primary: seedInstallations,
 		Related: []function.List{
 			{Kind: kinds.ControllerRegistration},
 			{Kind: kinds.ControllerDeployment},
@@ -109,10 +111,17 @@ var Function = &function.Function{
 		// no events here, so its decision is swept: the registrations in the garden and one LIST
 		// per extension kind on the seed, whatever the number of installations.
 		Name: "required", Schedule: "* * * * *", Reconciler: "required",
-		Primary: function.List{Kind: kinds.ControllerInstallation},
+		Primary: seedInstallations,
 		Related: append([]function.List{{Kind: kinds.ControllerRegistration}}, required.SeedLists()...),
 	}},
 }
+
+// seedInstallations are the ControllerInstallations of the function's seed, listed as gardenlet
+// lists them: by gardener-apiserver's field selector spec.seedRef.name, so that a sweep reads its
+// seed's installations, not every seed's of the landscape.
+var seedInstallations = function.List{Kind: kinds.ControllerInstallation, FieldSelector: func(config any) string {
+	return fields.OneTermEqualSelector(gardencore.SeedRefName, config.(*Config).SeedName).String()
+}}
 
 func newRequiredReconciler(deps function.Deps) (function.Handler, error) {
 	cfg := deps.Config.(*Config)

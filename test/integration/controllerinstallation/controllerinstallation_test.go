@@ -2,6 +2,9 @@ package controllerinstallation_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 const (
@@ -268,6 +273,30 @@ func TestSweepResync(t *testing.T) {
 	gardenCounts, seedCounts := f.measureBoth(func() { f.Sweep("resync") })
 	assert.Equal(t, map[string]int{"list": 3, "get": 2}, gardenCounts, "installations, registrations, deployments; the Seed once and the tag's pull secret")
 	assert.Equal(t, map[string]int{"list": 2}, seedCounts, "the seed's namespaces and release records, once each")
+}
+
+// The sweeps list the seed's installations as gardenlet does, by the field selector
+// spec.seedRef.name on the server: never every seed's of the landscape.
+func TestSweepsListTheSeedsInstallationsOnly(t *testing.T) {
+	var mu sync.Mutex
+	var selectors []string
+	f := newFixture(t, functiontest.WithRESTConfig(func(c *rest.Config) {
+		c.Wrap(func(next http.RoundTripper) http.RoundTripper {
+			return testenv.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/controllerinstallations") {
+					mu.Lock()
+					selectors = append(selectors, req.URL.Query().Get("fieldSelector"))
+					mu.Unlock()
+				}
+				return next.RoundTrip(req)
+			})
+		})
+	}))
+	f.Sweep("resync")
+	f.Sweep("required")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"spec.seedRef.name=" + f.seedName, "spec.seedRef.name=" + f.seedName}, selectors)
 }
 
 func conditionMessage(t testing.TB, ci *gardencorev1beta1.ControllerInstallation, ct gardencorev1beta1.ConditionType) string {

@@ -66,7 +66,7 @@ type fixture struct {
 	config   *controllerinstallation.Config
 }
 
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB, options ...functiontest.Option) *fixture {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	f := &fixture{seedName: name, registry: ocitest.Start("robot", "s3cr3t")}
@@ -77,8 +77,8 @@ func newFixture(t testing.TB) *fixture {
 		HelmTimeout: time.Minute, HelmMaxHistory: 3, HelmPendingStaleAfter: 5 * time.Minute,
 	}
 	f.config = cfg
-	f.Harness = functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
-		functiontest.WithTarget(seed), functiontest.WithConfig(cfg))
+	f.Harness = functiontest.New(t, garden, controllerinstallation.Function, append([]functiontest.Option{functiontest.AsFunction(),
+		functiontest.WithTarget(seed), functiontest.WithConfig(cfg)}, options...)...)
 	f.createSeed(t)
 	return f
 }

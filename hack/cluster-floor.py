@@ -14,10 +14,10 @@ the Broker's and the kube-apiserver's do: the ingress's private entry, Knative's
 new pod.
 
 - events: a CloudEvent the project function reconciles (a Project's deletion: it reads the
-  Project and finds it gone), against a request to the floor, one after the other, the order
-  alternating, --runs times;
+  Project and finds it gone), against a request to the floor and to the floor mounting one Secret
+  (as each of ours mounts one at least), one after the other, the order rotating, --runs times;
 - admission: an AdmissionReview of a protected CRD's deletion without confirmation to grm-webhooks
-  (refused), against the floor, the same way;
+  (refused), against the two floors, the same way;
 - a wave: --wave of our functions (each a deletion event of the first kind of the source cluster
   its Trigger takes, or its sweep's ping when it takes none) woken at once, against as many floors
   at once, --wave-runs times.
@@ -87,9 +87,10 @@ def build_floor():
     return out.stdout.strip().splitlines()[-1]
 
 
-def copy_of(service, name, floor_image=None):
+def copy_of(service, name, floor_image=None, secret=None):
     """A deployed Knative Service under another name, at zero between requests (no min-scale);
-    with floor_image, the floor in its Knative settings instead of our process."""
+    with floor_image, the floor in its Knative settings instead of our process, mounting the Secret
+    named secret (read-only, as ours mount theirs) if one is given."""
     ns = ns_of(service)
     NS_OF[name] = ns
     src = get_json("ksvc", "-n", ns, service)
@@ -105,6 +106,9 @@ def copy_of(service, name, floor_image=None):
         container["image"] = floor_image
         spec.pop("volumes", None)
         spec.pop("serviceAccountName", None)
+        if secret:
+            spec["volumes"] = [{"name": "mounted", "secret": {"secretName": secret}}]
+            container["volumeMounts"] = [{"name": "mounted", "mountPath": "/var/run/mounted", "readOnly": True}]
     labels = {k: v for k, v in src["metadata"].get("labels", {}).items() if not k.startswith("serving.knative.dev/")}
     labels["app.kubernetes.io/component"] = "coldstart"
     template["metadata"].setdefault("labels", {})["app.kubernetes.io/component"] = "coldstart"
@@ -247,6 +251,9 @@ def epoch(s):
     return datetime.datetime.fromisoformat(base).replace(tzinfo=datetime.timezone.utc).timestamp() + float("0." + (frac or "0"))
 
 
+# The floor mounting one Secret (of this name, which the script creates), beside the bare floor.
+MOUNTED = PREFIX + "floor-mounted"
+
 # What the floor is sent: it answers any request alike.
 FLOOR_REQUEST = ("/", {"Content-Type": "application/json"}, b"{}")
 
@@ -291,21 +298,22 @@ def report(title, ours, floor, raw):
     sys.stdout.flush()
 
 
-def pairs(ours_name, ours_request, floor_name, runs):
-    ours, floor = [], []
+def rounds(sides, runs):
+    """Wakes each side (a Service's name and its request) from zero, one after the other, runs
+    times, the order rotating by one each run; returns each side's runs."""
+    results = [[] for _ in sides]
     for i in range(runs):
-        wait_zero([ours_name, floor_name])
+        wait_zero([name for name, _ in sides])
         away_from_ticks()
-        order = [(ours_name, ours_request, ours), (floor_name, FLOOR_REQUEST, floor)]
-        if i % 2:
-            order.reverse()
-        for name, request, into in order:
+        for k in range(len(sides)):
+            j = (i + k) % len(sides)
+            name, request = sides[j]
             wait_zero([name])
-            into.append(cold(name, request))
-        print("  run %d: ours %.3f s (HTTP %d), floor %.3f s (HTTP %d)" % (i + 1, ours[-1]["answer"], ours[-1]["code"],
-                                                                      floor[-1]["answer"], floor[-1]["code"]))
+            results[j].append(cold(name, request))
+        print("  run %d: %s" % (i + 1, ", ".join("%s %.3f s (HTTP %d)" % (name, r[-1]["answer"], r[-1]["code"])
+                                              for (name, _), r in zip(sides, results))))
         sys.stdout.flush()
-    return ours, floor
+    return results
 
 
 def wave(names, requests, runs_into, pool):
@@ -359,7 +367,13 @@ def main():
     wave_size = min(args.wave, len(functions))
     project = next(r for n, r in functions if n == "project")
 
-    services = [copy_of("project", PREFIX + "project"), copy_of("grm-webhooks", PREFIX + "grm-webhooks")]
+    # The floor mounting one Secret, as each of ours mounts at least one (the garden's access, a
+    # serving certificate, a ServiceAccount's token): what a volume costs before the sandbox.
+    mounted_ns = ns_of("project")
+    apply([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": MOUNTED, "namespace": mounted_ns,
+            "labels": {"app.kubernetes.io/component": "coldstart"}}, "stringData": {"kubeconfig": "mounted"}}])
+    services = [copy_of("project", PREFIX + "project"), copy_of("grm-webhooks", PREFIX + "grm-webhooks"),
+                copy_of("project", MOUNTED, image, secret=MOUNTED)]
     services += [copy_of("project", "%sfloor-%d" % (PREFIX, i), image) for i in range(max(wave_size, 1))]
     services += [copy_of(n, PREFIX + n) for n, _ in functions[:wave_size] if n != "project"]
     names = [s["metadata"]["name"] for s in services]
@@ -369,12 +383,19 @@ def main():
         for i in range(0, len(services), 10):
             apply(services[i:i + 10])
             wait_ready(names[i:i + 10])
-        print("events: the project function against the floor")
-        ours, floor = pairs(PREFIX + "project", project, PREFIX + "floor-0", args.runs)
+        print("events: the project function against the floor and the floor with a Secret volume")
+        ours, floor, mounted = rounds([(PREFIX + "project", project), (PREFIX + "floor-0", FLOOR_REQUEST),
+                                       (MOUNTED, FLOOR_REQUEST)], args.runs)
         report("events from zero (a deletion event, the function's read)", ours, floor, raw)
-        print("admission: grm-webhooks against the floor")
-        ours, floor = pairs(PREFIX + "grm-webhooks", admission_request(PROTECTED_CRD), PREFIX + "floor-0", args.runs)
+        report("events from zero, against the floor with a Secret volume", ours, mounted, raw)
+        print("admission: grm-webhooks against the floor and the floor with a Secret volume")
+        ours, floor, mounted = rounds([(PREFIX + "grm-webhooks", admission_request(PROTECTED_CRD)),
+                                       (PREFIX + "floor-0", FLOOR_REQUEST), (MOUNTED, FLOOR_REQUEST)], args.runs)
         report("admission from zero (a protected CRD's deletion, refused)", ours, floor, raw)
+        report("admission from zero, against the floor with a Secret volume", ours, mounted, raw)
+        report("the floor with a Secret volume against the floor (events' and admission's runs)",
+               raw["events from zero, against the floor with a Secret volume"]["floor"] + mounted,
+               raw["events from zero (a deletion event, the function's read)"]["floor"] + floor, raw)
         if wave_size:
             ours_names = [PREFIX + n for n, _ in functions[:wave_size]]
             floor_names = ["%sfloor-%d" % (PREFIX, i) for i in range(wave_size)]
@@ -395,7 +416,7 @@ def main():
                 json.dump(raw, f, indent=1)
         if os.environ.get("KEEP_COPIES") != "1":
             for ns in NAMESPACES:
-                kubectl("delete", "ksvc", "-n", ns, "-l", "app.kubernetes.io/component=coldstart", "--wait=false")
+                kubectl("delete", "ksvc,secret", "-n", ns, "-l", "app.kubernetes.io/component=coldstart", "--wait=false")
 
 
 if __name__ == "__main__":

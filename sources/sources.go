@@ -187,21 +187,26 @@ func objectsIn(namespace string, fns []*function.Function, mode function.Mode, p
 	return objs, nil
 }
 
-// watchedResource is one resource entry of a source: a kind, and the label selector that
-// narrows its watch ("" for none).
+// watchedResource is one resource entry of a source: a kind, and the label and field selectors
+// that narrow its watch ("" for none). A field selector refers to a garden input (a function's
+// Scope), which the source's container gets as the variable input from the key inputKey of the
+// part's garden access.
 type watchedResource struct {
 	kind          function.Kind
 	labelSelector string
+	fieldSelector string
+	input         string
+	inputKey      string
 }
 
 // watchedResources is the union of what the functions watch on cluster c (the cluster of a
 // source: eventCluster), sorted: each kind once unfiltered when any watch of it has no selector,
-// else once per distinct selector. In seed mode the Source's watches include the Target's, and
-// the Target has none of its own; the Source watches of functions that work on the garden are
-// the garden's.
+// else once per distinct pair of selectors. In seed mode the Source's watches include the
+// Target's, and the Target has none of its own; the Source watches of functions that work on the
+// garden are the garden's, within the functions' scopes.
 func watchedResources(fns []*function.Function, c function.Cluster, mode function.Mode) []watchedResource {
 	kinds := map[schema.GroupVersionKind]function.Kind{}
-	selectors := map[schema.GroupVersionKind]map[string]bool{}
+	selected := map[schema.GroupVersionKind]map[[2]string]watchedResource{}
 	for _, fn := range fns {
 		for _, w := range fn.Watches {
 			if eventCluster(fn, clusterOf(w), mode) != c {
@@ -209,20 +214,26 @@ func watchedResources(fns []*function.Function, c function.Cluster, mode functio
 			}
 			gvk := w.Kind.GroupVersionKind
 			kinds[gvk] = w.Kind
-			if selectors[gvk] == nil {
-				selectors[gvk] = map[string]bool{}
+			if selected[gvk] == nil {
+				selected[gvk] = map[[2]string]watchedResource{}
 			}
-			selectors[gvk][w.LabelSelector] = true
+			r := watchedResource{kind: w.Kind, labelSelector: w.LabelSelector}
+			for _, sc := range fn.Scopes {
+				if clusterOf(w) == function.Source && sc.Kind.GroupKind() == w.Kind.GroupKind() {
+					r.fieldSelector, r.input, r.inputKey = sc.SourceSelector(), sc.Setting, fn.GardenInputs[sc.Setting]
+				}
+			}
+			selected[gvk][[2]string{r.labelSelector, r.fieldSelector}] = r
 		}
 	}
 	var out []watchedResource
 	for gvk, k := range kinds {
-		if selectors[gvk][""] {
+		if _, unfiltered := selected[gvk][[2]string{}]; unfiltered {
 			out = append(out, watchedResource{kind: k})
 			continue
 		}
-		for sel := range selectors[gvk] {
-			out = append(out, watchedResource{kind: k, labelSelector: sel})
+		for _, r := range selected[gvk] {
+			out = append(out, r)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -233,7 +244,10 @@ func watchedResources(fns []*function.Function, c function.Cluster, mode functio
 		if a.kind.Kind != b.kind.Kind {
 			return a.kind.Kind < b.kind.Kind
 		}
-		return a.labelSelector < b.labelSelector
+		if a.labelSelector != b.labelSelector {
+			return a.labelSelector < b.labelSelector
+		}
+		return a.fieldSelector < b.fieldSelector
 	})
 	return out
 }
@@ -258,25 +272,19 @@ func eventCluster(fn *function.Function, c function.Cluster, mode function.Mode)
 	return c
 }
 
-// AdapterConfig is the configuration (K_SOURCE_CONFIG, in the format of Knative's ApiServerSource
-// adapter) of a cluster source's watches of the resources in every namespace, in mode (Resource
-// or Reference).
-func AdapterConfig(resources []sourcesv1.APIVersionKindSelector, mode string) (apiserver.Config, error) {
-	cfg := apiserver.Config{AllNamespaces: true, EventMode: mode}
-	for _, r := range resources {
+// adapterConfig is the configuration (K_SOURCE_CONFIG, in the format of Knative's
+// ApiServerSource adapter with our field selectors: clustersource.Config) of a cluster source's
+// watches of the resources in every namespace, in mode (Resource or Reference).
+func adapterConfig(watches []watchedResource, mode string) clustersource.Config {
+	cfg := clustersource.Config{Config: apiserver.Config{AllNamespaces: true, EventMode: mode}}
+	for _, w := range watches {
 		// The resource is guessed from the kind, as Knative's controller does.
-		gvr, _ := meta.UnsafeGuessKindToResource(schema.FromAPIVersionAndKind(r.APIVersion, r.Kind))
-		selector := ""
-		if r.LabelSelector != nil {
-			s, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
-			if err != nil {
-				return apiserver.Config{}, err
-			}
-			selector = s.String()
-		}
-		cfg.Resources = append(cfg.Resources, apiserver.ResourceWatch{GVR: gvr, LabelSelector: selector})
+		gvr, _ := meta.UnsafeGuessKindToResource(w.kind.GroupVersionKind)
+		cfg.Resources = append(cfg.Resources, clustersource.ResourceWatch{
+			ResourceWatch: apiserver.ResourceWatch{GVR: gvr, LabelSelector: w.labelSelector}, FieldSelector: w.fieldSelector,
+		})
 	}
-	return cfg, nil
+	return cfg
 }
 
 // clusterSource is the event source of cluster c: a ContainerSource running our watchers
@@ -295,24 +303,31 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 	// Resource mode, so that predicates decide on the event alone; Reference mode for
 	// confidential kinds, whose content must not travel through the Broker: one configuration
 	// each, in the same pod.
-	var resources, references []sourcesv1.APIVersionKindSelector
+	var resources, references []watchedResource
 	kinds := make([]function.Kind, 0, len(watches))
-	for _, w := range watches {
-		kinds = append(kinds, w.kind)
-		if w.kind.Confidential {
-			references = append(references, selectorOf(w))
-		} else {
-			resources = append(resources, selectorOf(w))
-		}
-	}
 	env := []corev1.EnvVar{
 		{Name: "NAME", Value: name},
 		{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 		{Name: clustersource.WatchEnv, Value: string(c)},
 	}
+	inputs := map[string]bool{}
+	for _, w := range watches {
+		kinds = append(kinds, w.kind)
+		if w.kind.Confidential {
+			references = append(references, w)
+		} else {
+			resources = append(resources, w)
+		}
+		if w.input != "" && !inputs[w.input] {
+			// Before the configurations that refer to it, so that Kubernetes expands it there.
+			inputs[w.input] = true
+			env = append(env, corev1.EnvVar{Name: w.input, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: function.GardenAccessSecret}, Key: w.inputKey}}})
+		}
+	}
 	for _, cfg := range []struct {
 		name, mode string
-		watched    []sourcesv1.APIVersionKindSelector
+		watched    []watchedResource
 	}{
 		{clustersource.ResourcesConfigEnv, sourcesv1.ResourceMode, resources},
 		{clustersource.ReferencesConfigEnv, sourcesv1.ReferenceMode, references},
@@ -320,11 +335,7 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 		if len(cfg.watched) == 0 {
 			continue
 		}
-		adapterConfig, err := AdapterConfig(cfg.watched, cfg.mode)
-		if err != nil {
-			return nil, err
-		}
-		config, err := json.Marshal(adapterConfig)
+		config, err := json.Marshal(adapterConfig(cfg.watched, cfg.mode))
 		if err != nil {
 			return nil, err
 		}
@@ -399,14 +410,6 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 		return nil, fmt.Errorf("ContainerSource %s is invalid: %w", source.Name, err)
 	}
 	return append(objs, source), nil
-}
-
-func selectorOf(w watchedResource) sourcesv1.APIVersionKindSelector {
-	r := sourcesv1.APIVersionKindSelector{APIVersion: w.kind.GroupVersion().String(), Kind: w.kind.Kind}
-	if w.labelSelector != "" {
-		r.LabelSelector, _ = metav1.ParseToLabelSelector(w.labelSelector) // validated with the declaration
-	}
-	return r
 }
 
 // triggerOf routes to fn the events of the kinds it watches (by apiversion, kind and cluster,

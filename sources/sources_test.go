@@ -297,6 +297,12 @@ func TestGardenSource(t *testing.T) {
 	onGarden := withTargetWatch(demo("alpha", []function.Kind{kinds.ControllerInstallation, kinds.ControllerDeployment}), kinds.Extension)
 	onGarden.Deployment = ""
 	onGarden.WorksOnGarden = true
+	// Its seed's installations only, by the seed's name from the garden access.
+	onGarden.GardenInputs = map[string]string{"SEED_NAME": "seedName"}
+	onGarden.Config = &struct {
+		Seed string `envconfig:"SEED_NAME"`
+	}{}
+	onGarden.Scopes = []function.Scope{{Kind: kinds.ControllerInstallation, Field: "spec.seedRef.name", Setting: "SEED_NAME"}}
 	local := demo("beta", []function.Kind{kinds.Secret, kinds.ControllerInstallation})
 	objs, err := sources.Objects([]*function.Function{onGarden, local})
 	require.NoError(t, err)
@@ -310,7 +316,16 @@ func TestGardenSource(t *testing.T) {
 	assert.Equal(t, sources.GardenMountPath+"/kubeconfig", env["GARDEN_KUBECONFIG"])
 	assert.JSONEq(t, `{"namespaces":null,"allNamespaces":true,"resources":[
 		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerdeployments"}},
-		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerinstallations"}}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
+		{"gvr":{"Group":"core.gardener.cloud","Version":"v1beta1","Resource":"controllerinstallations"},"fieldSelector":"spec.seedRef.name=$(SEED_NAME)"}],"mode":"Resource"}`, env["K_SOURCE_CONFIG"])
+	var names []string
+	for _, e := range garden.Spec.Template.Spec.Containers[0].Env {
+		names = append(names, e.Name)
+		if e.Name == "SEED_NAME" {
+			assert.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: function.GardenAccessSecret}, Key: "seedName"}, e.ValueFrom.SecretKeyRef)
+		}
+	}
+	assert.Less(t, slices.Index(names, "SEED_NAME"), slices.Index(names, "K_SOURCE_CONFIG"), "defined before the configuration, so that Kubernetes expands it there")
+	assert.NotEqual(t, -1, slices.Index(names, "SEED_NAME"))
 	spec := garden.Spec.Template.Spec
 	require.Len(t, spec.Volumes, 1)
 	assert.Equal(t, function.GardenAccessSecret, spec.Volumes[0].Secret.SecretName)

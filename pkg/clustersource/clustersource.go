@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,11 +64,27 @@ const WatchEnv = "WATCH"
 
 // Adapter is one mode's watches, configured as Knative's ContainerSource and the deployment would
 // configure Knative's adapter: its environment (NAME, NAMESPACE, K_SINK, K_CE_OVERRIDES) and the
-// resources watched in that mode (K_SOURCE_CONFIG, apiserver.Config); a watcher runs for each of
-// those resources in every cluster watched.
+// resources watched in that mode (K_SOURCE_CONFIG, Config); a watcher runs for each of those
+// resources in every cluster watched.
 type Adapter struct {
 	Env    adapter.EnvConfigAccessor
-	Config apiserver.Config
+	Config Config
+}
+
+// Config is the configuration of Knative's ApiServerSource adapter (apiserver.Config) with what
+// its format lacks: a field selector per resource (ResourceWatch). Its Resources stand in for
+// the embedded ones, under the same JSON name.
+type Config struct {
+	apiserver.Config
+	Resources []ResourceWatch `json:"resources"`
+}
+
+// ResourceWatch is a resource Knative's adapter watches (its GVR and label selector), with the
+// field selector that narrows the watch on the server beside ("" for none): a function's
+// Scope, e.g. a seed's ControllerInstallations in the garden.
+type ResourceWatch struct {
+	apiserver.ResourceWatch
+	FieldSelector string `json:"fieldSelector,omitempty"`
 }
 
 // AdapterEnvs are the modes' watches the process's environment configures, one per mode
@@ -91,6 +108,12 @@ func AdapterEnvs() ([]Adapter, error) {
 		a := Adapter{}
 		if err := json.Unmarshal([]byte(config), &a.Config); err != nil {
 			return nil, fmt.Errorf("an adapter's configuration: %w", err)
+		}
+		for _, r := range a.Config.Resources {
+			if strings.Contains(r.FieldSelector, "$(") {
+				// Kubernetes expands a variable it knows; a reference left is one it did not.
+				return nil, fmt.Errorf("the field selector of %s refers to a variable the container does not have: %s", r.GVR, r.FieldSelector)
+			}
 		}
 		if !a.Config.AllNamespaces {
 			// A watcher watches every namespace (sources.AdapterConfig): a configuration that
@@ -291,7 +314,7 @@ func watchCluster(ctx context.Context, opts Options, cfg *rest.Config, t tenant.
 	for _, a := range opts.Adapters {
 		for _, r := range a.Config.Resources {
 			w := &watcher{
-				res: dyn.Resource(r.GVR), selector: r.LabelSelector, source: cfg.Host, name: a.Env.GetName(),
+				res: dyn.Resource(r.GVR), selector: r.LabelSelector, fieldSelector: r.FieldSelector, source: cfg.Host, name: a.Env.GetName(),
 				ref: a.Config.EventMode == sourcesv1.ReferenceMode, sink: sink, log: log.With("resource", r.GVR.String()),
 			}
 			wg.Go(func() { w.run(ctx) })

@@ -35,6 +35,8 @@ import (
 type watcher struct {
 	res      dynamic.ResourceInterface
 	selector string
+	// fieldSelector narrows the LIST and watch on the server beside selector ("" for none).
+	fieldSelector string
 	// source is the events' source: the API server's address, as Knative's adapter sets it.
 	source string
 	// name is the source's name (NAME, as Knative's adapter reads it), which Knative's events
@@ -79,7 +81,7 @@ func (w *watcher) run(ctx context.Context) {
 	unserved := false
 	for ctx.Err() == nil {
 		if version == "" {
-			list, err := w.res.List(ctx, metav1.ListOptions{LabelSelector: w.selector, Limit: 1})
+			list, err := w.res.List(ctx, metav1.ListOptions{LabelSelector: w.selector, FieldSelector: w.fieldSelector, Limit: 1})
 			if apierrors.IsNotFound(err) {
 				if !unserved {
 					w.log.Infow("the cluster does not serve the resource; asking again later", "error", err)
@@ -135,7 +137,7 @@ func (w *watcher) watchFrom(ctx context.Context, version string) (string, error)
 	}
 	timeout := int64(least.Seconds() * (1 + rand.Float64()))
 	stream, err := w.res.Watch(ctx, metav1.ListOptions{
-		LabelSelector: w.selector, ResourceVersion: version, AllowWatchBookmarks: true, TimeoutSeconds: &timeout,
+		LabelSelector: w.selector, FieldSelector: w.fieldSelector, ResourceVersion: version, AllowWatchBookmarks: true, TimeoutSeconds: &timeout,
 	})
 	if err != nil {
 		return version, err

@@ -65,7 +65,7 @@ func TestWatcherSendsKnativesEvents(t *testing.T) {
 
 	start := func(ref bool) *recordingSink {
 		sink := &recordingSink{}
-		w := &watcher{res: dyn.Resource(configMaps), selector: "watched=yes", source: env.Config.Host, name: "target-clusters",
+		w := &watcher{res: dyn.Resource(configMaps), selector: "watched=yes", fieldSelector: "metadata.name!=excluded", source: env.Config.Host, name: "target-clusters",
 			ref: ref, sink: sink, log: zap.NewNop().Sugar(), watchTimeout: time.Second}
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -79,6 +79,7 @@ func TestWatcherSendsKnativesEvents(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "changed", Labels: selected}}
 	require.NoError(t, env.Client.Create(ctx, cm))
 	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "not-selected"}}))
+	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "excluded", Labels: selected}}))
 	// Updates across several of the server's watch ends (each watch asks for 1 to 2 s).
 	const updates = 12
 	for i := range updates {
@@ -98,7 +99,7 @@ func TestWatcherSendsKnativesEvents(t *testing.T) {
 	for i, e := range resources.events() {
 		types = append(types, e.Type())
 		assert.Equal(t, env.Config.Host, e.Source())
-		assert.Equal(t, "/apis/v1/namespaces/default/configmaps/changed", e.Subject(), "only the selected object that changed")
+		assert.Equal(t, "/apis/v1/namespaces/default/configmaps/changed", e.Subject(), "only the object selected by labels and fields that changed")
 		assert.Equal(t, "ConfigMap", e.Extensions()["kind"])
 		assert.Equal(t, "v1", e.Extensions()["apiversion"])
 		obj := &corev1.ConfigMap{}

@@ -26,7 +26,9 @@ func FunctionsIndex(fns []*function.Function) File {
 	b.WriteString("page of its own beside this one. Watches marked *filtered* run a predicate on the event\n")
 	b.WriteString("before any API request; sweeps list each kind once per run, page by page (*meta* lists\n")
 	b.WriteString("metadata only; *per tenant* only where the sweep runs per tenant, in its namespace; *on demand*\n")
-	b.WriteString("one namespace at a time, when a reconcile first lists the kind there). *Part* is the part of\n")
+	b.WriteString("one namespace at a time, when a reconcile first lists the kind there). A field selector such as\n")
+	b.WriteString("`spec.seedRef.name=$SEED_NAME` is the function's scope of the kind in the garden: its source\n")
+	b.WriteString("watches, and the function lists, only the objects whose field is its setting. *Part* is the part of\n")
 	b.WriteString("`config/` that deploys it (`config/runtime/` in the runtime cluster, `config/seed/` in each seed;\n")
 	b.WriteString("[deployment.md](../deployment.md#parts)).\n\n")
 	b.WriteString("| function | part | reconcilers | watches (kind → reconciler) | sweeps (schedule: primary; related) | RBAC |\n")
@@ -43,6 +45,8 @@ func FunctionsIndex(fns []*function.Function) File {
 			}
 			if w.Cluster == function.Target {
 				s += " (target)"
+			} else {
+				s += scopeOf(fn, w.Kind)
 			}
 			watches = append(watches, s)
 		}
@@ -50,13 +54,13 @@ func FunctionsIndex(fns []*function.Function) File {
 		for _, sw := range fn.Sweeps {
 			var related []string
 			for _, l := range sw.Related {
-				related = append(related, listName(l))
+				related = append(related, listName(fn, l))
 			}
 			schedule := fmt.Sprintf("`%s`", sw.ScheduleOf(config))
 			if sw.Period != nil {
 				schedule += " (the configured period)"
 			}
-			s := fmt.Sprintf("`%s` %s: %s", sw.Name, schedule, listName(sw.Primary))
+			s := fmt.Sprintf("`%s` %s: %s", sw.Name, schedule, listName(fn, sw.Primary))
 			if len(related) > 0 {
 				s += "; " + strings.Join(related, ", ")
 			}
@@ -104,7 +108,7 @@ func FunctionsIndex(fns []*function.Function) File {
 	return File{Name: FunctionsIndexFile, Content: b.Bytes()}
 }
 
-func listName(l function.List) string {
+func listName(fn *function.Function, l function.List) string {
 	s := l.Kind.Kind
 	if l.MetadataOnly {
 		s += " *meta*"
@@ -118,8 +122,18 @@ func listName(l function.List) string {
 	if l.LabelSelector != "" {
 		s += fmt.Sprintf(" `%s`", l.LabelSelector)
 	}
-	if l.FieldSelector != nil {
-		s += " *field selector of its configuration*"
+	if l.Cluster != function.Target {
+		s += scopeOf(fn, l.Kind)
 	}
 	return s
+}
+
+// scopeOf marks a kind of fn's Source that its Scopes narrow: the field and the setting it equals.
+func scopeOf(fn *function.Function, k function.Kind) string {
+	for _, sc := range fn.Scopes {
+		if sc.Kind.GroupKind() == k.GroupKind() {
+			return fmt.Sprintf(" `%s=$%s`", sc.Field, sc.Setting)
+		}
+	}
+	return ""
 }

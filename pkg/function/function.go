@@ -267,13 +267,6 @@ type List struct {
 	// Deployments, without its workloads' elsewhere). A list without a namespace goes to the
 	// API server.
 	OnDemand bool
-	// FieldSelector, when set, restricts the LIST on the server by the field selector it derives
-	// from the function's loaded Config, as Period derives a schedule: gardenlet's part lists only
-	// its seed's ControllerInstallations (spec.seedRef.name), not every seed's. The reconcilers must
-	// not need what it leaves out: the sweep's snapshot holds none of it.
-	FieldSelector func(config any) string
-	// fieldSelector is FieldSelector of the running function's Config, set by the sweep.
-	fieldSelector string
 }
 
 // IndexFunc returns the values of one field of an object, for field selectors.
@@ -356,6 +349,10 @@ type Function struct {
 	// required, so that a part's garden access and identity are one input, never a settings
 	// ConfigMap.
 	GardenInputs map[string]string
+	// Scopes narrow what the function sees of a kind in the garden to the objects of one of its
+	// GardenInputs (gardenlet's part: its seed's ControllerInstallations), on the server: its
+	// source's watch, its LISTs and the events it accepts. At most one per kind.
+	Scopes []Scope
 }
 
 // GardenAccessSecret is the Secret an operator gives a part whose functions work on the garden:
@@ -520,6 +517,16 @@ func (f *Function) Validate() error {
 	if !f.WorksOnGarden && (len(f.GardenInputs) > 0 || len(f.TargetRBAC) > 0) {
 		errs = append(errs, errors.New("garden inputs and Target RBAC: only a function that works on the garden has them"))
 	}
+	scoped := map[schema.GroupKind]bool{}
+	for _, sc := range f.Scopes {
+		if err := sc.validate(f); err != nil {
+			errs = append(errs, err)
+		}
+		if scoped[sc.Kind.GroupKind()] {
+			errs = append(errs, fmt.Errorf("scope of %s: more than one", sc.Kind.Kind))
+		}
+		scoped[sc.Kind.GroupKind()] = true
+	}
 	if f.WorksOnGarden {
 		if f.DeploymentMode() == PerSeed {
 			errs = append(errs, errors.New("works on the garden: its Target is the cluster it runs in, not every shoot of a seed"))
@@ -600,8 +607,8 @@ func (f *Function) Validate() error {
 			if l.PerTenant && (clusterOrSource(l.Cluster) != Source || !l.Kind.Namespaced || l.Namespace != "") {
 				errs = append(errs, fmt.Errorf("%s: %s is listed per tenant, which confines a namespaced Source kind to the tenant's namespace", what, l.Kind.Kind))
 			}
-			if l.OnDemand && (!l.Kind.Namespaced || l.Namespace != "" || l.KeysOnly || l.PerTenant || l.FieldSelector != nil) {
-				errs = append(errs, fmt.Errorf("%s: %s is listed on demand, one namespace at a time: a namespaced kind, not confined to a namespace or by fields, with its objects", what, l.Kind.Kind))
+			if l.OnDemand && (!l.Kind.Namespaced || l.Namespace != "" || l.KeysOnly || l.PerTenant) {
+				errs = append(errs, fmt.Errorf("%s: %s is listed on demand, one namespace at a time: a namespaced kind, not confined to a namespace, with its objects", what, l.Kind.Kind))
 			}
 			if l.KeysOnly && l.Project != nil {
 				errs = append(errs, fmt.Errorf("%s: %s holds only keys, a projection would be dropped", what, l.Kind.Kind))

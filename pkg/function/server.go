@@ -87,6 +87,8 @@ type Server struct {
 	keys keyLocks
 	// ownWrites are the versions successful reconciles wrote, whose events are their echoes.
 	ownWrites *ownWrites
+	// scopes narrow the Source's kinds of Function.Scopes, by the loaded Config.
+	scopes scopes
 	// releaseMemory runs when a sweep run ends (Options.ReleaseMemoryAfterSweep); nil for none.
 	releaseMemory func()
 }
@@ -96,9 +98,15 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 	if err := fn.Validate(); err != nil {
 		return nil, fmt.Errorf("function %s: %w", fn.Name, err)
 	}
+	inScope, err := resolveScopes(fn, env.Config)
+	if err != nil {
+		return nil, fmt.Errorf("function %s: %w", fn.Name, err)
+	}
+	source := scoped(env.Source, inScope)
 	s := &Server{
 		fn: fn, handlers: map[string]Handler{}, opts: opts, log: env.Log,
-		live:      map[Cluster]client.Client{Source: env.Source},
+		live:      map[Cluster]client.Client{Source: source},
+		scopes:    inScope,
 		metrics:   newMetrics(env.Registry, fn.Name),
 		runs:      map[string]*sweepRuns{},
 		config:    env.Config,
@@ -108,7 +116,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		s.releaseMemory = debug.FreeOSMemory
 	}
 	deps := Deps{
-		Source: ClusterClient{Reader: env.Source, Writer: newWriter(env.Source, Source), Mapper: staticMapper(env.Source), Tokens: NewTokens(env.Source)},
+		Source: ClusterClient{Reader: source, Writer: newWriter(source, Source), Mapper: staticMapper(env.Source), Tokens: NewTokens(env.Source)},
 		Clock:  env.Clock, Config: env.Config, Registry: env.Registry,
 	}
 	if slices.Contains(fn.Clusters(), Target) {
@@ -272,6 +280,11 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 			continue
 		}
 		watched = true
+		if s.clusterOf(ev.Cluster) == Source && !s.scopes.admits(ev.Kind.GroupKind(), ev.Object) {
+			// Out of the function's scope: another seed's, from a wider watch than its own.
+			s.metrics.filtered.WithLabelValues(w.Reconciler, ev.Kind.Kind).Inc()
+			continue
+		}
 		if w.LabelSelector != "" && ev.Object != nil {
 			// A broader watch of the kind (another function's) may have sent it.
 			if sel, err := labels.Parse(w.LabelSelector); err == nil && !sel.Matches(labels.Set(ev.Object.GetLabels())) {

@@ -734,28 +734,108 @@ func TestEventsWaitingForAKeyShareOneReconcile(t *testing.T) {
 	assert.Equal(t, 4.0, testutil.ToFloat64(h.server.metrics.coalescedKeys.WithLabelValues("main")))
 }
 
-// A list's FieldSelector, derived from the function's Config, restricts the sweep's LIST on the
-// server: the sweep reconciles only what it selects (gardenlet's part: its seed's installations).
-func TestSweepListsByTheConfiguredFieldSelector(t *testing.T) {
+// seedConfig is the Config of a function scoped to one seed.
+type seedConfig struct {
+	Seed string `envconfig:"SEED_NAME"`
+}
+
+// scopedFunction is testFunction narrowed to the Bastions of seed a, as gardenlet's part is to
+// its seed's installations.
+func scopedFunction(rec *recorder) *Function {
+	fn := testFunction(rec)
+	fn.Sweeps[0].Related = nil
+	fn.WorksOnGarden = true
+	fn.GardenInputs = map[string]string{"SEED_NAME": "seedName"}
+	fn.Config = &seedConfig{}
+	fn.Scopes = []Scope{{Kind: bastionKind, Field: "spec.seedName", Setting: "SEED_NAME"}}
+	return fn
+}
+
+// A scope narrows on the server every LIST the function makes of its kind (its sweeps', its
+// mappers', its reconcilers'), added to their own field selectors, and drops events of objects
+// outside it before any read: gardenlet's part sees its seed's installations only.
+func TestScopeNarrowsListsAndEvents(t *testing.T) {
 	bastion := func(name, seed string) client.Object {
 		b := &operationsv1alpha1.Bastion{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 		b.Spec.SeedName = ptr.To(seed)
 		return b
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(bastion("a1", "a"), bastion("b1", "b"), bastion("a2", "a")).
+	var selectors []string
+	var mu sync.Mutex
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Gardener).WithObjects(bastion("a1", "a"), bastion("b1", "b"), bastion("a2", "a")).
 		WithIndex(&operationsv1alpha1.Bastion{}, "spec.seedName", func(o client.Object) []string {
 			return []string{ptr.Deref(o.(*operationsv1alpha1.Bastion).Spec.SeedName, "")}
-		}).Build()
+		}).WithIndex(&operationsv1alpha1.Bastion{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
+		Build(), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		o := (&client.ListOptions{}).ApplyOptions(opts)
+		mu.Lock()
+		selectors = append(selectors, o.FieldSelector.String())
+		mu.Unlock()
+		return c.List(ctx, list, opts...)
+	}})
 	rec := &recorder{seedShoots: map[Key]int{}}
-	fn := testFunction(rec)
-	fn.Sweeps[0].Related = nil
-	fn.Sweeps[0].Primary.FieldSelector = func(config any) string { return "spec.seedName=" + config.(string) }
-	s, err := NewServer(fn, Env{Source: c, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry(), Config: "a"},
+	fn := scopedFunction(rec)
+	var mapped []string
+	fn.Watches[1].Map = func(ctx context.Context, r client.Reader, ev Event) ([]Key, error) {
+		// A mapper's own field selector, within the scope: b1 is seed b's.
+		list := &operationsv1alpha1.BastionList{}
+		if err := r.List(ctx, list, client.MatchingFields{"metadata.name": "b1"}); err != nil {
+			return nil, err
+		}
+		for _, b := range list.Items {
+			mapped = append(mapped, b.Name)
+		}
+		return nil, nil
+	}
+	s, err := NewServer(fn, Env{Source: c, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry(), Config: &seedConfig{Seed: "a"}},
 		Options{EventTimeout: 5 * time.Second, SweepTimeout: 5 * time.Second, SweepConcurrency: 1, ListPageSize: 1, ConflictRetries: 1})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
+
 	code, body := postBinary(t, srv.URL, event(t, PingEventType, `{"sweep":"resync"}`))
 	require.Equal(t, http.StatusOK, code, body)
 	assert.ElementsMatch(t, []Key{{Namespace: "ns", Name: "a1"}, {Namespace: "ns", Name: "a2"}}, rec.recorded(), "page by page, seed a's only")
+	assert.NotEmpty(t, selectors)
+	for _, sel := range selectors {
+		assert.Equal(t, "spec.seedName=a", sel)
+	}
+
+	selectors = nil
+	code, body = postBinary(t, srv.URL, event(t, ResourceUpdateEventType, `{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"s","namespace":"ns"}}`))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Empty(t, mapped, "the mapper's LIST is the scope's too")
+	assert.Equal(t, []string{"metadata.name=b1,spec.seedName=a"}, selectors)
+
+	before := len(rec.recorded())
+	other := `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"name":"b1","namespace":"ns"},"spec":{"seedName":"b"}}`
+	code, body = postBinary(t, srv.URL, event(t, ResourceUpdateEventType, other))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, rec.recorded(), before, "seed b's Bastion is out of scope")
+	assert.Equal(t, 1.0, testutil.ToFloat64(s.metrics.filtered.WithLabelValues("main", "Bastion")))
+	own := `{"apiVersion":"operations.gardener.cloud/v1alpha1","kind":"Bastion","metadata":{"name":"a1","namespace":"ns"},"spec":{"seedName":"a"}}`
+	code, body = postBinary(t, srv.URL, event(t, ResourceUpdateEventType, own))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, rec.recorded(), before+1)
+}
+
+// A scope's setting must reach the function and its source alike: a garden input the Config
+// holds; and an empty one would select nothing, so the function does not start.
+func TestScopesAreValidated(t *testing.T) {
+	rec := &recorder{seedShoots: map[Key]int{}}
+	fn := scopedFunction(rec)
+	fn.GardenInputs = nil
+	assert.ErrorContains(t, fn.Validate(), "none of the garden inputs")
+	fn = scopedFunction(rec)
+	fn.Config = &struct{}{}
+	assert.ErrorContains(t, fn.Validate(), "no string field")
+	fn = scopedFunction(rec)
+	fn.WorksOnGarden = false
+	assert.ErrorContains(t, fn.Validate(), "only a function that works on the garden")
+	fn = scopedFunction(rec)
+	fn.Scopes = append(fn.Scopes, fn.Scopes[0])
+	assert.ErrorContains(t, fn.Validate(), "more than one")
+	_, err := NewServer(scopedFunction(rec), Env{Source: fake.NewClientBuilder().WithScheme(scheme.Gardener).Build(), Clock: clock.RealClock{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry(), Config: &seedConfig{}}, Options{})
+	assert.ErrorContains(t, err, "SEED_NAME is not set")
 }

@@ -532,13 +532,6 @@ func listPages(ctx context.Context, reader client.Reader, scheme *runtime.Scheme
 			}
 			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 		}
-		if l.fieldSelector != "" {
-			sel, err := fields.ParseSelector(l.fieldSelector)
-			if err != nil {
-				return fmt.Errorf("listing %s: field selector: %w", l.Kind.Resource, err)
-			}
-			opts = append(opts, client.MatchingFieldsSelector{Selector: sel})
-		}
 		if err := reader.List(ctx, list, opts...); err != nil {
 			return fmt.Errorf("listing %s: %w", l.Kind.Resource, err)
 		}

@@ -258,7 +258,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 			snap(l.Cluster).listOnDemand(l, s.opts.ListPageSize)
 			continue
 		}
-		l = s.configured(s.forTenant(l, tn))
+		l = s.forTenant(l, tn)
 		held, err := listAll(ctx, s.live[s.clusterOf(l.Cluster)], s.live[Source].Scheme(), l, s.opts.ListPageSize)
 		if err != nil && !(l.Optional && notServed(err)) {
 			return sweepResult{}, err
@@ -275,7 +275,7 @@ func (s *Server) sweepOnce(ctx context.Context, sweep Sweep, tn tenant.Name) (sw
 		result sweepResult
 		mu     sync.Mutex
 	)
-	primary := s.configured(s.forTenant(sweep.Primary, tn))
+	primary := s.forTenant(sweep.Primary, tn)
 	err := listPages(ctx, s.live[s.clusterOf(primary.Cluster)], s.live[Source].Scheme(), primary, s.opts.ListPageSize, func(items []client.Object) error {
 		page := newListed(primary, len(items))
 		for _, item := range items {
@@ -335,14 +335,6 @@ func (s *Server) reconcileSwept(ctx context.Context, sweep string, r Reconciler,
 		req.Target = target
 	}
 	return s.reconcile(ctx, r, req)
-}
-
-// configured is l with its field selector of the function's Config.
-func (s *Server) configured(l List) List {
-	if l.FieldSelector != nil {
-		l.fieldSelector = l.FieldSelector(s.config)
-	}
-	return l
 }
 
 // forTenant confines a Source list of a namespaced kind to the tenant's namespace.

@@ -399,7 +399,8 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 	if logger == nil {
 		logger = zap.NewNop().Sugar()
 	}
-	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger, Faults: l.opts.Faults, FaultSeed: l.opts.FaultSeed}
+	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger, Faults: l.opts.Faults, FaultSeed: l.opts.FaultSeed,
+		GardenInputs: map[string]string{"SEED_NAME": SeedName}}
 	if l.Shoot != nil {
 		tenants, err := clients.New(clients.Options{Seed: l.Env.Client, Scheme: scheme.Gardener, SharedMapper: l.Env.Client.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,9 @@ type Options struct {
 	// choices seeded by FaultSeed; none by default.
 	Faults    Faults
 	FaultSeed int64
+	// GardenInputs are the values the parts' garden access gives the functions that work on the
+	// garden and their sources, by variable (function.Function.GardenInputs): e.g. SEED_NAME.
+	GardenInputs map[string]string
 	// BrokerURL is a Broker the sources send to instead of an in-process one (then
 	// Sources.Broker and Sources.Relay are nil, and Faults are not injected): a process of its
 	// own, as Knative's Broker is not part of a source's pod.
@@ -248,16 +252,29 @@ func withEnv(vars map[string]string, f func() error) error {
 
 // AdapterEnvs are the settings of a cluster source's pod, in Knative's adapter format (one per
 // mode it watches in): their own variables from the ContainerSource's container, the sink and
-// overrides as Knative's SinkBinding injects them.
-func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]clustersource.Adapter, error) {
+// overrides as Knative's SinkBinding injects them. gardenInputs are the values the part's
+// garden access holds for the variables it gives (function.Function.GardenInputs), which the
+// configurations may refer to as Kubernetes expands them.
+func AdapterEnvs(source *sourcesv1.ContainerSource, sink string, gardenInputs map[string]string) ([]clustersource.Adapter, error) {
 	// No sink timeout, as Knative's controller configures the adapter (it warns otherwise).
 	vars := map[string]string{"K_SINK": sink, "K_SINK_TIMEOUT": "-1", clustersource.ResourcesConfigEnv: "", clustersource.ReferencesConfigEnv: ""}
+	defined := map[string]string{} // the container's variables so far, as the kubelet defines them
 	for _, e := range source.Spec.Template.Spec.Containers[0].Env {
+		value := expand(e.Value, defined)
+		switch {
+		case e.Name == "NAMESPACE":
+			value = source.Namespace // a fieldRef in the pod
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == function.GardenAccessSecret:
+			v, ok := gardenInputs[e.Name]
+			if !ok {
+				return nil, fmt.Errorf("ContainerSource %s: no garden input %s", source.Name, e.Name)
+			}
+			value = v
+		}
+		defined[e.Name] = value
 		switch e.Name {
-		case "NAME", clustersource.ResourcesConfigEnv, clustersource.ReferencesConfigEnv:
-			vars[e.Name] = e.Value
-		case "NAMESPACE":
-			vars[e.Name] = source.Namespace // a fieldRef in the pod
+		case "NAME", "NAMESPACE", clustersource.ResourcesConfigEnv, clustersource.ReferencesConfigEnv:
+			vars[e.Name] = value
 		}
 	}
 	overrides, err := json.Marshal(source.Spec.CloudEventOverrides)
@@ -275,11 +292,44 @@ func AdapterEnvs(source *sourcesv1.ContainerSource, sink string) ([]clustersourc
 	return envs, nil
 }
 
+// expand replaces each $(VAR) of s whose variable is defined, as the kubelet expands a container's
+// variables in the later ones; $$ stands for $, and a reference to a variable not defined stays.
+func expand(s string, defined map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteByte(s[i])
+				continue
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := defined[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
 // clusterSourceOptions configures a cluster source as its ContainerSource would run it: the
 // watches' settings from the container's, the sink and overrides as Knative's SinkBinding
 // injects them; the Source's source watches opts.Config's cluster.
 func clusterSourceOptions(source *sourcesv1.ContainerSource, sink string, opts Options) (clustersource.Options, error) {
-	envs, err := AdapterEnvs(source, sink)
+	envs, err := AdapterEnvs(source, sink, opts.GardenInputs)
 	if err != nil {
 		return clustersource.Options{}, err
 	}

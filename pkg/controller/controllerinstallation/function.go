@@ -17,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/helmrelease"
@@ -71,6 +70,10 @@ var Function = &function.Function{
 	// garden-access: the identity it has there.
 	WorksOnGarden: true,
 	GardenInputs:  map[string]string{"SEED_NAME": "seedName"},
+	// gardenlet sees its seed's installations, not every seed's of the landscape: its cache
+	// selects them by gardener-apiserver's field spec.seedRef.name, which is also the only way
+	// Gardener's SeedAuthorizer lets a seed list and watch them.
+	Scopes: []function.Scope{{Kind: kinds.ControllerInstallation, Field: gardencore.SeedRefName, Setting: "SEED_NAME"}},
 	// On the garden it reads installations, registrations, deployments, seeds and the pull
 	// secrets deployments name, and writes only installations (finalizer, conditions).
 	RBAC: []rbacv1.PolicyRule{
@@ -96,7 +99,7 @@ var Function = &function.Function{
 	},
 	Sweeps: []function.Sweep{{
 		Name: "resync", Schedule: "* * * * *", Reconciler: "main",
-		Primary: seedInstallations,
+		Primary: function.List{Kind: kinds.ControllerInstallation},
 		Related: []function.List{
 			{Kind: kinds.ControllerRegistration},
 			{Kind: kinds.ControllerDeployment},
@@ -111,17 +114,10 @@ var Function = &function.Function{
 		// no events here, so its decision is swept: the registrations in the garden and one LIST
 		// per extension kind on the seed, whatever the number of installations.
 		Name: "required", Schedule: "* * * * *", Reconciler: "required",
-		Primary: seedInstallations,
+		Primary: function.List{Kind: kinds.ControllerInstallation},
 		Related: append([]function.List{{Kind: kinds.ControllerRegistration}}, required.SeedLists()...),
 	}},
 }
-
-// seedInstallations are the ControllerInstallations of the function's seed, listed as gardenlet
-// lists them: by gardener-apiserver's field selector spec.seedRef.name, so that a sweep reads its
-// seed's installations, not every seed's of the landscape.
-var seedInstallations = function.List{Kind: kinds.ControllerInstallation, FieldSelector: func(config any) string {
-	return fields.OneTermEqualSelector(gardencore.SeedRefName, config.(*Config).SeedName).String()
-}}
 
 func newRequiredReconciler(deps function.Deps) (function.Handler, error) {
 	cfg := deps.Config.(*Config)

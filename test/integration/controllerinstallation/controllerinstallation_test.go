@@ -3,6 +3,7 @@ package controllerinstallation_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -275,9 +276,11 @@ func TestSweepResync(t *testing.T) {
 	assert.Equal(t, map[string]int{"list": 2}, seedCounts, "the seed's namespaces and release records, once each")
 }
 
-// The sweeps list the seed's installations as gardenlet does, by the field selector
-// spec.seedRef.name on the server: never every seed's of the landscape.
-func TestSweepsListTheSeedsInstallationsOnly(t *testing.T) {
+// The function sees its seed's installations only, as gardenlet does and as Gardener's
+// SeedAuthorizer lets a seed: every LIST of them on the server (its sweeps', and its mapper's
+// of a deployment's installations) carries the field selector spec.seedRef.name, and an event of
+// another seed's installation is dropped before any read.
+func TestOnlyTheSeedsInstallations(t *testing.T) {
 	var mu sync.Mutex
 	var selectors []string
 	f := newFixture(t, functiontest.WithRESTConfig(func(c *rest.Config) {
@@ -292,11 +295,40 @@ func TestSweepsListTheSeedsInstallationsOnly(t *testing.T) {
 			})
 		})
 	}))
+	// The distinct selectors since the last call (client-go repeats a request the server
+	// answers 429, as a new CRD's may).
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Compact(slices.Sorted(slices.Values(selectors)))
+		selectors = nil
+		return out
+	}
+	own := "spec.seedRef.name=" + f.seedName
 	f.Sweep("resync")
 	f.Sweep("required")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{"spec.seedRef.name=" + f.seedName, "spec.seedRef.name=" + f.seedName}, selectors)
+	assert.Equal(t, []string{own}, seen())
+
+	ref, _ := f.pushChart(t, "provider-scope", "0.1.0")
+	ci := f.chain(t, "provider-scope", gardencorev1beta1.HelmControllerDeployment{
+		OCIRepository: &gardencorev1beta1.OCIRepository{Ref: ptr.To(ref), PullSecretRef: &corev1.LocalObjectReference{Name: f.pullSecret(t, true)}},
+	})
+	other := &gardencorev1beta1.ControllerInstallation{ObjectMeta: metav1.ObjectMeta{Name: "provider-scope-other"}}
+	other.Spec.RegistrationRef = corev1.ObjectReference{Name: "provider-scope"}
+	other.Spec.DeploymentRef = &corev1.ObjectReference{Name: "provider-scope"}
+	other.Spec.SeedRef = &corev1.ObjectReference{Name: "another-seed"}
+	require.NoError(t, garden.Client.Create(context.Background(), other))
+
+	deployment := &gardencorev1beta1.ControllerDeployment{ObjectMeta: metav1.ObjectMeta{Name: "provider-scope"}}
+	f.Send("update", get(t, deployment))
+	requireCondition(t, ci, installed, isTrue, "InstallationSuccessful")
+	assert.Equal(t, []string{"spec.registrationRef.name=provider-scope," + own}, seen(), "the mapper's LIST, within the seed")
+
+	gardenCounts, _ := f.measureBoth(func() { f.Send("add", get(t, other)) })
+	assert.Empty(t, gardenCounts, "another seed's installation: dropped before any read")
+	get(t, other)
+	assert.Empty(t, other.Finalizers)
+	assert.Empty(t, other.Status.Conditions)
 }
 
 func conditionMessage(t testing.TB, ci *gardencorev1beta1.ControllerInstallation, ct gardencorev1beta1.ConditionType) string {

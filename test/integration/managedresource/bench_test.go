@@ -294,7 +294,7 @@ func targetSource(b *testing.B, sink string) ([]clustersource.Adapter, cloudeven
 	require.NoError(b, err)
 	for _, o := range objs {
 		if cs, ok := o.(*sourcesv1.ContainerSource); ok && cs.Name == sources.SourceName(function.Target) {
-			envs, err := localsources.AdapterEnvs(cs, sink)
+			envs, err := localsources.AdapterEnvs(cs, sink, nil)
 			require.NoError(b, err)
 			ce, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0].Env})
 			require.NoError(b, err)

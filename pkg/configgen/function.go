@@ -60,21 +60,28 @@ func runsAs(fn *function.Function) string {
 }
 
 func rbacObjects(fn *function.Function, part function.Part, rules []rbacv1.PolicyRule, namespaced map[string][]rbacv1.PolicyRule) []client.Object {
-	name := sources.ClusterScopedName(part.Namespace(), fn.Name)
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: part.Namespace()}}
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(fn.Name, fn.Name, part.Namespace()),
+	}
+	return append([]client.Object{sa}, grants(fn.Name, sources.ClusterScopedName(part.Namespace(), fn.Name),
+		[]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: part.Namespace()}},
+		rules, namespaced, func(namespace string) string { return function.NamespaceOf(namespace, part) })...)
+}
+
+// grants give subjects rules cluster-wide (a ClusterRole and its binding, named name) and in
+// each namespace of namespaced its rules there (a Role and RoleBinding of the same name in the
+// namespace namespaceOf names), labelled as component's.
+func grants(component, name string, subjects []rbacv1.Subject, rules []rbacv1.PolicyRule, namespaced map[string][]rbacv1.PolicyRule, namespaceOf func(string) string) []client.Object {
 	objs := []client.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(fn.Name, fn.Name, part.Namespace()),
-		},
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: meta(fn.Name, name, ""),
+			ObjectMeta: meta(component, name, ""),
 			Rules:      rules,
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(fn.Name, name, ""),
+			ObjectMeta: meta(component, name, ""),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 			Subjects:   subjects,
 		},
@@ -83,12 +90,12 @@ func rbacObjects(fn *function.Function, part function.Part, rules []rbacv1.Polic
 		objs = append(objs,
 			&rbacv1.Role{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-				ObjectMeta: meta(fn.Name, name, function.NamespaceOf(namespace, part)),
+				ObjectMeta: meta(component, name, namespaceOf(namespace)),
 				Rules:      namespaced[namespace],
 			},
 			&rbacv1.RoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-				ObjectMeta: meta(fn.Name, name, function.NamespaceOf(namespace, part)),
+				ObjectMeta: meta(component, name, namespaceOf(namespace)),
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 				Subjects:   subjects,
 			})

@@ -3,7 +3,6 @@ package configgen
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,39 +59,12 @@ func GardenAccess(part function.Part, fns []*function.Function) []client.Object 
 		Type:       corev1.SecretTypeServiceAccountToken,
 	}
 	token.Annotations = map[string]string{corev1.ServiceAccountNameKey: name}
-	objs := []client.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(component, name, GardenIdentityNamespace),
-		},
-		token,
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: meta(component, roleName, ""),
-			Rules:      append(rules, sources.WatchRules(watched)...),
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(component, roleName, ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roleName},
-			Subjects:   subjects,
-		},
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(component, name, GardenIdentityNamespace),
 	}
-	for _, namespace := range slices.Sorted(maps.Keys(namespaced)) {
-		objs = append(objs,
-			&rbacv1.Role{
-				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-				ObjectMeta: meta(component, roleName, namespace),
-				Rules:      namespaced[namespace],
-			},
-			&rbacv1.RoleBinding{
-				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-				ObjectMeta: meta(component, roleName, namespace),
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roleName},
-				Subjects:   subjects,
-			})
-	}
-	return objs
+	return append([]client.Object{sa, token}, grants(component, roleName, subjects,
+		append(rules, sources.WatchRules(watched)...), namespaced, func(namespace string) string { return namespace })...)
 }
 
 // GardenFiles are the files of config/garden/: one per part whose functions work on the garden.

@@ -14,6 +14,7 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -234,7 +235,54 @@ data:
 		assertRegistered(t, bp, true)
 		assertOwnAnswers(t, s, tenanttest.APIServerHost(s.tenant), corev1.DefaultSchedulerName)
 		assertOwnAnswers(t, bp, tenanttest.APIServerHost(tn), tenant.BinPackingSchedulerName)
+		assertOwnManagedResources(t, s, bp)
 	})
+}
+
+// assertOwnManagedResources: two shoots of one seed, served by the one deployment at once, each
+// get their own ManagedResource of the same name applied into their own cluster; deleting one
+// shoot's takes its objects from that shoot only.
+func assertOwnManagedResources(t *testing.T, shoots ...*shoot) {
+	t.Helper()
+	ctx := context.Background()
+	const name = "e2e-both"
+	key := client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: name}
+	mrs := map[tenant.Name]*resourcesv1alpha1.ManagedResource{}
+	for _, s := range shoots {
+		ns := string(s.tenant)
+		manifest := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: default\ndata:\n  shoot: %s\n", name, ns)
+		require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"objects.yaml": []byte(manifest)}}))
+		mr := &resourcesv1alpha1.ManagedResource{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       resourcesv1alpha1.ManagedResourceSpec{SecretRefs: []corev1.LocalObjectReference{{Name: name}}},
+		}
+		require.NoError(t, c.Create(ctx, mr))
+		mrs[s.tenant] = mr
+		t.Cleanup(func() { deleteManagedResource(t, mr) })
+	}
+	took := eventually(t, 2*time.Minute, "each shoot's own ConfigMap", func() error {
+		for _, s := range shoots {
+			cm := &corev1.ConfigMap{}
+			if err := s.env.Client.Get(ctx, key, cm); err != nil {
+				return fmt.Errorf("%s: %w", s.tenant, err)
+			}
+			if cm.Data["shoot"] != string(s.tenant) {
+				return fmt.Errorf("%s holds the ConfigMap of %s", s.tenant, cm.Data["shoot"])
+			}
+		}
+		return nil
+	})
+	t.Logf("%d shoots' ManagedResources of one name, each applied into its own shoot within %s", len(shoots), took.Round(time.Millisecond))
+
+	first, others := shoots[0], shoots[1:]
+	deleteManagedResource(t, mrs[first.tenant])
+	err := first.env.Client.Get(ctx, key, &corev1.ConfigMap{})
+	require.True(t, apierrors.IsNotFound(err), "its ConfigMap is deleted from %s: %v", first.tenant, err)
+	for _, s := range others {
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, s.env.Client.Get(ctx, key, cm), "%s keeps its own", s.tenant)
+		assert.Equal(t, string(s.tenant), cm.Data["shoot"])
+	}
 }
 
 // assertRegistered: the shoot holds the registrations that apply to it, pod-scheduler-name

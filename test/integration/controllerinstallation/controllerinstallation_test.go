@@ -258,11 +258,7 @@ func TestSweepResync(t *testing.T) {
 	ci := f.chain(t, "provider-sweep", gardencorev1beta1.HelmControllerDeployment{
 		OCIRepository: &gardencorev1beta1.OCIRepository{Ref: ptr.To(ref), PullSecretRef: &corev1.LocalObjectReference{Name: f.pullSecret(t, true)}},
 	})
-	other := &gardencorev1beta1.ControllerInstallation{ObjectMeta: metav1.ObjectMeta{Name: "provider-sweep-elsewhere"}}
-	other.Spec.RegistrationRef = corev1.ObjectReference{Name: "provider-sweep"}
-	other.Spec.DeploymentRef = &corev1.ObjectReference{Name: "provider-sweep"}
-	other.Spec.SeedRef = &corev1.ObjectReference{Name: "another-seed"}
-	require.NoError(t, garden.Client.Create(context.Background(), other))
+	other := installationOf(t, "another-seed", "provider-sweep-elsewhere", "provider-sweep", "provider-sweep")
 
 	f.Sweep("resync")
 
@@ -313,11 +309,7 @@ func TestOnlyTheSeedsInstallations(t *testing.T) {
 	ci := f.chain(t, "provider-scope", gardencorev1beta1.HelmControllerDeployment{
 		OCIRepository: &gardencorev1beta1.OCIRepository{Ref: ptr.To(ref), PullSecretRef: &corev1.LocalObjectReference{Name: f.pullSecret(t, true)}},
 	})
-	other := &gardencorev1beta1.ControllerInstallation{ObjectMeta: metav1.ObjectMeta{Name: "provider-scope-other"}}
-	other.Spec.RegistrationRef = corev1.ObjectReference{Name: "provider-scope"}
-	other.Spec.DeploymentRef = &corev1.ObjectReference{Name: "provider-scope"}
-	other.Spec.SeedRef = &corev1.ObjectReference{Name: "another-seed"}
-	require.NoError(t, garden.Client.Create(context.Background(), other))
+	other := installationOf(t, "another-seed", "provider-scope-other", "provider-scope", "provider-scope")
 
 	deployment := &gardencorev1beta1.ControllerDeployment{ObjectMeta: metav1.ObjectMeta{Name: "provider-scope"}}
 	f.Send("update", get(t, deployment))

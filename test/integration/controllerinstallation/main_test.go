@@ -156,10 +156,16 @@ func (f *fixture) chain(t testing.TB, name string, helm gardencorev1beta1.HelmCo
 
 func (f *fixture) installation(t testing.TB, name, registration, deployment string) *gardencorev1beta1.ControllerInstallation {
 	t.Helper()
+	return installationOf(t, f.seedName, name, registration, deployment)
+}
+
+// installationOf creates an installation of the registration and deployment for the seed.
+func installationOf(t testing.TB, seed, name, registration, deployment string) *gardencorev1beta1.ControllerInstallation {
+	t.Helper()
 	ci := &gardencorev1beta1.ControllerInstallation{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	ci.Spec.RegistrationRef = corev1.ObjectReference{Name: registration}
 	ci.Spec.DeploymentRef = &corev1.ObjectReference{Name: deployment}
-	ci.Spec.SeedRef = &corev1.ObjectReference{Name: f.seedName}
+	ci.Spec.SeedRef = &corev1.ObjectReference{Name: seed}
 	require.NoError(t, garden.Client.Create(context.Background(), ci))
 	return ci
 }

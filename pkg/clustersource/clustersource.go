@@ -37,7 +37,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"knative.dev/eventing/pkg/adapter/apiserver"
 	"knative.dev/eventing/pkg/adapter/v2"
@@ -298,7 +297,7 @@ func sameAccess(a, b *rest.Config) bool {
 // events of a tenant carry its name. It fails only when it cannot build the cluster's client; a
 // watcher retries its own failures.
 func watchCluster(ctx context.Context, opts Options, cfg *rest.Config, t tenant.Name) error {
-	dyn, err := dynamic.NewForConfig(cfg)
+	clients, err := newClusterClients(cfg)
 	if err != nil {
 		return err
 	}
@@ -314,7 +313,7 @@ func watchCluster(ctx context.Context, opts Options, cfg *rest.Config, t tenant.
 	for _, a := range opts.Adapters {
 		for _, r := range a.Config.Resources {
 			w := &watcher{
-				res: dyn.Resource(r.GVR), selector: r.LabelSelector, fieldSelector: r.FieldSelector, source: cfg.Host, name: a.Env.GetName(),
+				res: clients.resource(r.GVR), selector: r.LabelSelector, fieldSelector: r.FieldSelector, source: cfg.Host, name: a.Env.GetName(),
 				ref: a.Config.EventMode == sourcesv1.ReferenceMode, sink: sink, log: log.With("resource", r.GVR.String()),
 			}
 			wg.Go(func() { w.run(ctx) })

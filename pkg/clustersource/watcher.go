@@ -2,6 +2,8 @@ package clustersource
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -15,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 	"knative.dev/eventing/pkg/adapter/apiserver/events"
 )
@@ -23,7 +24,8 @@ import (
 // A watcher sends Knative's ApiServerSource events (knative.dev/eventing's events package: the
 // same types, source, subject, extensions and data) of one resource of one cluster, in every
 // namespace, as Knative's adapter does, with what a watch needs and nothing else: one
-// goroutine of ours and the watch stream's, where the adapter's reflectors run five per watch
+// goroutine of ours, which also decodes the stream (stream.go), and Go's HTTP/2 stream's, where
+// the adapter's reflectors run five per watch
 // (client-go's reflector, its resync ticker, the stream's decoder, the HTTP/2 stream and one
 // that relays the adapter's stop channel): at 16 watches per shoot, their stacks were more of the
 // source's memory than its heap (docs/testing.md).
@@ -33,7 +35,7 @@ import (
 // begins where the cluster is without reading the objects: a LIST of at most one object gives
 // the resourceVersion to watch from.
 type watcher struct {
-	res      dynamic.ResourceInterface
+	res      resource
 	selector string
 	// fieldSelector narrows the LIST and watch on the server beside selector ("" for none).
 	fieldSelector string
@@ -142,8 +144,15 @@ func (w *watcher) watchFrom(ctx context.Context, version string) (string, error)
 	if err != nil {
 		return version, err
 	}
-	defer stream.Stop()
-	for e := range stream.ResultChan() {
+	defer stream.Close()
+	for {
+		e, err := stream.Next()
+		if errors.Is(err, io.EOF) || ctx.Err() != nil {
+			return version, nil
+		}
+		if err != nil {
+			return version, err
+		}
 		if e.Type == watch.Error {
 			return version, apierrors.FromObject(e.Object)
 		}
@@ -167,7 +176,6 @@ func (w *watcher) watchFrom(ctx context.Context, version string) (string, error)
 			w.send(events.MakeDeleteEvent, obj)
 		}
 	}
-	return version, nil
 }
 
 // send sends the event make makes of obj, as Knative's adapter's delegate does: a new ID, the

@@ -3,6 +3,7 @@ package clustersource
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestWatcherSendsKnativesEvents(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(env.Config)
+	clients, err := newClusterClients(env.Config)
 	require.NoError(t, err)
 	selected := map[string]string{"watched": "yes"}
 	before := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "before", Labels: selected}}
@@ -65,7 +66,7 @@ func TestWatcherSendsKnativesEvents(t *testing.T) {
 
 	start := func(ref bool) *recordingSink {
 		sink := &recordingSink{}
-		w := &watcher{res: dyn.Resource(configMaps), selector: "watched=yes", fieldSelector: "metadata.name!=excluded", source: env.Config.Host, name: "target-clusters",
+		w := &watcher{res: clients.resource(configMaps), selector: "watched=yes", fieldSelector: "metadata.name!=excluded", source: env.Config.Host, name: "target-clusters",
 			ref: ref, sink: sink, log: zap.NewNop().Sugar(), watchTimeout: time.Second}
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -116,6 +117,11 @@ func TestWatcherSendsKnativesEvents(t *testing.T) {
 	ref := &corev1.ObjectReference{}
 	require.NoError(t, json.Unmarshal(add.Data(), ref))
 	assert.Equal(t, corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "changed"}, *ref, "a reference, not the object")
+
+	t.Run("a resource the server does not serve is its 404", func(t *testing.T) {
+		_, err := clients.resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Watch(ctx, metav1.ListOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	})
 }
 
 // Where the server no longer has the watch's place (410 Gone), the watcher begins anew from a
@@ -142,7 +148,7 @@ func TestWatcherBeginsAnewWhereItsPlaceIsGone(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &watcher{res: dyn.Resource(configMaps), sink: &recordingSink{}, log: zap.NewNop().Sugar()}
+	w := &watcher{res: channelResource{dyn.Resource(configMaps)}, sink: &recordingSink{}, log: zap.NewNop().Sugar()}
 	go w.run(ctx)
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return watches == 2 }, 5*time.Second, 10*time.Millisecond)
 	mu.Lock()
@@ -170,7 +176,7 @@ func TestWatcherBeginsAnewWhereItsPlaceIsGone(t *testing.T) {
 	mu.Lock()
 	lists, watches = 0, 0
 	mu.Unlock()
-	go (&watcher{res: notServed.Resource(configMaps), sink: &recordingSink{}, log: zap.NewNop().Sugar(), unservedRecheck: 10 * time.Millisecond}).run(ctx)
+	go (&watcher{res: channelResource{notServed.Resource(configMaps)}, sink: &recordingSink{}, log: zap.NewNop().Sugar(), unservedRecheck: 10 * time.Millisecond}).run(ctx)
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return lists >= 3 }, 5*time.Second, 5*time.Millisecond, "asked again")
 	mu.Lock()
 	assert.Zero(t, watches, "not watched while not served")
@@ -198,10 +204,34 @@ func TestWatcherBacksOffWatchesThatEndAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fake := clocktesting.NewFakeClock(time.Now())
-	go (&watcher{res: dyn.Resource(configMaps), sink: &recordingSink{}, log: zap.NewNop().Sugar(), clock: fake}).run(ctx)
+	go (&watcher{res: channelResource{dyn.Resource(configMaps)}, sink: &recordingSink{}, log: zap.NewNop().Sugar(), clock: fake}).run(ctx)
 	require.Eventually(t, func() bool { return count() == 1 && fake.HasWaiters() }, 5*time.Second, time.Millisecond, "the first watch ended; the watcher waits")
 	fake.Step(700 * time.Millisecond)
 	require.Never(t, func() bool { return count() > 1 }, 100*time.Millisecond, 10*time.Millisecond, "no new watch before the backoff's 0.8 s")
 	fake.Step(time.Second)
 	require.Eventually(t, func() bool { return count() == 2 }, 5*time.Second, time.Millisecond, "the next watch once the backoff passed")
 }
+
+// channelResource serves a watcher from a client with watch channels (client-go's fake dynamic
+// client, whose reactors script the server's answers): each watch's channel read as a stream.
+type channelResource struct{ dynamic.ResourceInterface }
+
+func (r channelResource) Watch(ctx context.Context, opts metav1.ListOptions) (stream, error) {
+	w, err := r.ResourceInterface.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return channelStream{w}, nil
+}
+
+type channelStream struct{ watch.Interface }
+
+func (s channelStream) Next() (watch.Event, error) {
+	e, ok := <-s.ResultChan()
+	if !ok {
+		return watch.Event{}, io.EOF
+	}
+	return e, nil
+}
+
+func (s channelStream) Close() { s.Stop() }

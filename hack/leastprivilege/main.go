@@ -9,8 +9,10 @@
 // the audit log has it as forbidden). The webhook servers are checked alike: each Service of config/ that serves webhooks
 // (WEBHOOKS), as its ServiceAccount with the RBAC of its manifest, written there by hand
 // (testenv.ManifestClient serves the webhook suites so). It prints a table per function and
-// webhook server and fails on a permission used but not granted (a request that was forbidden)
-// and on a permission granted but never used.
+// webhook server and fails on a permission used but not granted (a request that was forbidden),
+// on a permission granted but never used, and on a LIST or watch of a kind a function's Scopes
+// narrow that does not select by the scope's field (as Gardener's SeedAuthorizer would refuse
+// it).
 //
 // Grants are compared as Kubernetes' RBAC matches them: a rule's API groups × resources (with
 // their subresources) × verbs, in every namespace for the function's ClusterRole, in one for a
@@ -25,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +37,8 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
@@ -45,6 +50,7 @@ import (
 type event struct {
 	Stage            string `json:"stage"`
 	Verb             string `json:"verb"`
+	RequestURI       string `json:"requestURI"`
 	UserAgent        string `json:"userAgent"`
 	ImpersonatedUser *struct {
 		Username string `json:"username"`
@@ -82,6 +88,9 @@ func (p permission) String() string {
 type usage struct {
 	used   map[permission]int
 	denied map[permission]int
+	// unscoped counts the LISTs and watches of a kind the function's Scopes narrow that did not
+	// select by the scope's field, by "<resource> without <field>".
+	unscoped map[string]int
 }
 
 func main() {
@@ -131,6 +140,9 @@ func run(dir string) error {
 		for _, p := range sorted(keys(u.denied)) {
 			problems = append(problems, fmt.Sprintf("%s: used but not granted (forbidden %d times): %s", sv.name, u.denied[p], p))
 		}
+		for _, what := range slices.Sorted(maps.Keys(u.unscoped)) {
+			problems = append(problems, fmt.Sprintf("%s: listed or watched out of its scope (%d times): %s", sv.name, u.unscoped[what], what))
+		}
 	}
 	if err := table.Flush(); err != nil {
 		return err
@@ -152,6 +164,10 @@ func read(dir string) (map[string]*usage, int, error) {
 	}
 	usages := map[string]*usage{}
 	events := 0
+	scopes := map[string][]function.Scope{}
+	for _, fn := range functions.All {
+		scopes[configgen.ServiceAccountName(fn)] = fn.Scopes
+	}
 	err = eachLine(logs, func(line []byte) error {
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil {
@@ -174,6 +190,13 @@ func read(dir string) (map[string]*usage, int, error) {
 			return nil
 		}
 		u.used[p]++
+		if e.Verb == "list" || e.Verb == "watch" {
+			for _, sc := range scopes[user] {
+				if sc.Kind.Group == e.ObjectRef.APIGroup && sc.Kind.Resource == e.ObjectRef.Resource && !selectsBy(e.RequestURI, sc.Field) {
+					u.unscoped[sc.Kind.Resource+" without "+sc.Field]++
+				}
+			}
+		}
 		// RBAC's checks that are no requests of their own: binding a role needs bind on it,
 		// writing a role needs escalate on it (for rules the writer does not hold), approving
 		// a CSR needs approve on its signer.
@@ -232,6 +255,25 @@ func eachLine(files []string, do func(line []byte) error) error {
 	return nil
 }
 
+// selectsBy says whether a request's URI selects by field with an equality, as a function's
+// Scope does (its value is each test's own, so only the field is checked).
+func selectsBy(requestURI, field string) bool {
+	u, err := url.Parse(requestURI)
+	if err != nil {
+		return false
+	}
+	sel, err := fields.ParseSelector(u.Query().Get("fieldSelector"))
+	if err != nil {
+		return false
+	}
+	for _, r := range sel.Requirements() {
+		if r.Field == field && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) {
+			return true
+		}
+	}
+	return false
+}
+
 // resourceOf is a resource as RBAC names it, with its subresource: "seeds/finalizers".
 func resourceOf(resource, subresource string) string {
 	if subresource == "" {
@@ -244,7 +286,7 @@ func resourceOf(resource, subresource string) string {
 func usageOf(usages map[string]*usage, user string) *usage {
 	u := usages[user]
 	if u == nil {
-		u = &usage{used: map[permission]int{}, denied: map[permission]int{}}
+		u = &usage{used: map[permission]int{}, denied: map[permission]int{}, unscoped: map[string]int{}}
 		usages[user] = u
 	}
 	return u

@@ -297,7 +297,9 @@ func (l *Landscape) startFunction(ctx context.Context, fn *function.Function) er
 func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *replica) error {
 	name := fn.Name
 	cmd := exec.Command(filepath.Join(l.opts.BinDir, name))
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(r.port), "KUBECONFIG="+l.Kubeconfig)
+	// POD_NAME: the replica's own name, as each pod of a Knative Service has one; a restarted
+	// replica keeps it, as a restarted container keeps its pod's.
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(r.port), "KUBECONFIG="+l.Kubeconfig, "POD_NAME="+name+"-"+strconv.Itoa(r.port))
 	if fn.WorksOnGarden {
 		// The main control plane is the garden, as config/ gives it the part's garden access.
 		cmd.Env = append(cmd.Env, "GARDEN_KUBECONFIG="+l.Kubeconfig)

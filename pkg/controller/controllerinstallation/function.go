@@ -45,6 +45,10 @@ type Config struct {
 	// HelmPendingStaleAfter is how long a release may stay pending (an install or upgrade in
 	// progress) before it counts as interrupted and is taken over.
 	HelmPendingStaleAfter time.Duration `envconfig:"HELM_PENDING_STALE_AFTER" default:"5m"`
+	// PodName is what the process runs as, in the holder of its installation locks (the host
+	// name when empty, which is the pod's name in Kubernetes): a lock an earlier process of the
+	// same pod left behind is taken over at once.
+	PodName string `envconfig:"POD_NAME"`
 }
 
 // Identity is what the configuration says gardenlet injects.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,11 +36,30 @@ type installLock struct {
 	duration time.Duration
 }
 
-func newInstallLock(target function.ClusterClient, clk clock.PassiveClock, helmTimeout time.Duration) *installLock {
+// newInstallLock is the locks of a process that runs as pod (the host name when empty).
+func newInstallLock(target function.ClusterClient, clk clock.PassiveClock, helmTimeout time.Duration, pod string) *installLock {
 	id := make([]byte, 4)
 	_, _ = rand.Read(id)
-	host, _ := os.Hostname()
-	return &installLock{target: target, clock: clk, holder: host + "-" + hex.EncodeToString(id), duration: helmTimeout + 30*time.Second}
+	if pod == "" {
+		pod, _ = os.Hostname()
+	}
+	return &installLock{target: target, clock: clk, holder: pod + holderSeparator + hex.EncodeToString(id), duration: helmTimeout + 30*time.Second}
+}
+
+// holderSeparator parts a holder identity into the pod the process runs as and the process's
+// own random id. A pod runs one process of the function at a time, and a container that
+// restarts keeps its pod's name.
+const holderSeparator = "/"
+
+// formerSelf tells whether holder is an earlier process of this one's pod: one that ended
+// without releasing the lock (killed mid-action), since its pod runs this process now. Its
+// lock is taken over at once rather than after it expires (the Helm timeout and more), so that a
+// restarted function goes on with the installation (a release Helm left pending stays pending
+// until it counts as stale, HelmPendingStaleAfter).
+func (l *installLock) formerSelf(holder string) bool {
+	own, _, _ := strings.Cut(l.holder, holderSeparator)
+	theirs, _, found := strings.Cut(holder, holderSeparator)
+	return found && own != "" && theirs == own && holder != l.holder
 }
 
 // errLocked says another process runs a Helm action on the installation: a transient failure,
@@ -50,8 +70,8 @@ func (e *errLocked) Error() string {
 	return fmt.Sprintf("a Helm action on installation %s is running in %s", e.installation, e.holder)
 }
 
-// acquire takes the installation's Lease (free, expired, or this process's) and returns its
-// release; a Lease another process holds is errLocked.
+// acquire takes the installation's Lease (free, expired, this process's, or an earlier process's
+// of its pod) and returns its release; a Lease another process holds is errLocked.
 func (l *installLock) acquire(ctx context.Context, installation string) (func(context.Context), error) {
 	now := metav1.NewMicroTime(l.clock.Now())
 	seconds := int32(l.duration / time.Second)
@@ -76,7 +96,7 @@ func (l *installLock) acquire(ctx context.Context, installation string) (func(co
 		if lease.Spec.HolderIdentity != nil {
 			holder = *lease.Spec.HolderIdentity
 		}
-		if holder != "" && holder != l.holder && !expired(lease, l.clock.Now()) {
+		if holder != "" && holder != l.holder && !expired(lease, l.clock.Now()) && !l.formerSelf(holder) {
 			return nil, &errLocked{installation: installation, holder: holder}
 		}
 		if _, err := l.target.Writer.Patch(ctx, lease, func() {

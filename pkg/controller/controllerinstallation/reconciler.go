@@ -66,7 +66,7 @@ func NewReconciler(deps function.Deps, cfg *Config) (*Reconciler, error) {
 		Source: deps.Source, Target: deps.Target,
 		Charts: chartpkg.NewPuller(cfg.ChartCacheBytes), Helm: helm, Clock: deps.Clock,
 		HelmTimeout: cfg.HelmTimeout, PendingStaleAfter: cfg.HelmPendingStaleAfter, Log: deps.Log,
-		lock: newInstallLock(deps.Target, deps.Clock, cfg.HelmTimeout),
+		lock: newInstallLock(deps.Target, deps.Clock, cfg.HelmTimeout, cfg.PodName),
 	}, nil
 }
 

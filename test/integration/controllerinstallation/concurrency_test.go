@@ -4,10 +4,14 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/controllerinstallation/chart/ocitest"
@@ -31,8 +35,10 @@ func TestUninstallWaitsForTheInstallInFlight(t *testing.T) {
 	var bCode int
 	hold := &testenv.Create{Resource: "configmaps", Name: "provider-race-config", Before: func() {
 		require.NoError(t, garden.Client.Delete(ctx, get(t, ci)))
+		bConfig := *a.config
+		bConfig.PodName = "replica-b" // another pod
 		b := functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
-			functiontest.WithTarget(seed), functiontest.WithConfig(a.config))
+			functiontest.WithTarget(seed), functiontest.WithConfig(&bConfig))
 		bCode, _ = b.Post(b.Event("update", get(t, ci)))
 	}}
 	a.Harness = functiontest.New(t, garden, controllerinstallation.Function, functiontest.AsFunction(),
@@ -47,4 +53,32 @@ func TestUninstallWaitsForTheInstallInFlight(t *testing.T) {
 	_, ok := configMap(t, "extension-provider-race", "provider-race-config")
 	assert.False(t, ok, "nothing the install created stays")
 	requireCondition(t, ci, installed, isFalse, "DeletionPending")
+}
+
+// A process killed during a Helm action leaves the installation's lock behind, unexpired (the
+// Helm timeout and more): a process of another pod waits for it, but the process that restarts
+// in the same pod (a pod runs one at a time) takes it over at once and installs.
+func TestLockOfAKilledProcessIsTakenOverByItsPod(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	archive, err := ocitest.ConfigMapChart("provider-killed", "0.1.0")
+	require.NoError(t, err)
+	ci := f.chain(t, "provider-killed", gardencorev1beta1.HelmControllerDeployment{Chart: archive})
+	held := func(holder string) {
+		now := metav1.NewMicroTime(time.Now())
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: controllerinstallation.LockNamespace, Name: controllerinstallation.LockName(ci.Name)}}
+		_ = seed.Client.Delete(ctx, lease)
+		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](150), AcquireTime: &now, RenewTime: &now}
+		require.NoError(t, seed.Client.Create(ctx, lease))
+	}
+
+	held("replica-b/0a1b2c3d")
+	code, _ := f.Post(f.Event("add", get(t, ci)))
+	assert.Equal(t, http.StatusServiceUnavailable, code, "another pod's process holds the lock")
+
+	held(f.config.PodName + "/0a1b2c3d")
+	f.Send("add", get(t, ci))
+	requireCondition(t, ci, installed, isTrue, "InstallationSuccessful")
+	_, ok := configMap(t, "extension-provider-killed", "provider-killed-config")
+	assert.True(t, ok)
 }

@@ -75,6 +75,7 @@ func newFixture(t testing.TB, options ...functiontest.Option) *fixture {
 		SeedName: name, GardenerVersion: "v1.150.0", GardenClusterIdentity: "garden-test",
 		FeatureGates: map[string]bool{"DefaultSeccompProfile": true}, ChartCacheBytes: 8 << 20,
 		HelmTimeout: time.Minute, HelmMaxHistory: 3, HelmPendingStaleAfter: 5 * time.Minute,
+		PodName: "replica-a",
 	}
 	f.config = cfg
 	f.Harness = functiontest.New(t, garden, controllerinstallation.Function, append([]functiontest.Option{functiontest.AsFunction(),

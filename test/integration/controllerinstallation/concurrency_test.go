@@ -28,9 +28,7 @@ import (
 func TestUninstallWaitsForTheInstallInFlight(t *testing.T) {
 	ctx := context.Background()
 	a := newFixture(t)
-	archive, err := ocitest.ConfigMapChart("provider-race", "0.1.0")
-	require.NoError(t, err)
-	ci := a.chain(t, "provider-race", gardencorev1beta1.HelmControllerDeployment{Chart: archive})
+	ci := a.configMapChain(t, "provider-race")
 
 	var bCode int
 	hold := &testenv.Create{Resource: "configmaps", Name: "provider-race-config", Before: func() {
@@ -48,7 +46,7 @@ func TestUninstallWaitsForTheInstallInFlight(t *testing.T) {
 	require.True(t, hold.Done(), "A's install reached its chart's ConfigMap")
 	assert.Equal(t, http.StatusServiceUnavailable, bCode, "B waits for A's install: the installation's lock is taken")
 
-	_, err = seedRelease(t, "extension-provider-race", "provider-race")
+	_, err := seedRelease(t, "extension-provider-race", "provider-race")
 	assert.Error(t, err, "the release is uninstalled again")
 	_, ok := configMap(t, "extension-provider-race", "provider-race-config")
 	assert.False(t, ok, "nothing the install created stays")
@@ -61,9 +59,7 @@ func TestUninstallWaitsForTheInstallInFlight(t *testing.T) {
 func TestLockOfAKilledProcessIsTakenOverByItsPod(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	archive, err := ocitest.ConfigMapChart("provider-killed", "0.1.0")
-	require.NoError(t, err)
-	ci := f.chain(t, "provider-killed", gardencorev1beta1.HelmControllerDeployment{Chart: archive})
+	ci := f.configMapChain(t, "provider-killed")
 	held := func(holder string) {
 		now := metav1.NewMicroTime(time.Now())
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: controllerinstallation.LockNamespace, Name: controllerinstallation.LockName(ci.Name)}}
@@ -81,4 +77,12 @@ func TestLockOfAKilledProcessIsTakenOverByItsPod(t *testing.T) {
 	requireCondition(t, ci, installed, isTrue, "InstallationSuccessful")
 	_, ok := configMap(t, "extension-provider-killed", "provider-killed-config")
 	assert.True(t, ok)
+}
+
+// configMapChain is the chain of name with an inline chart of one ConfigMap, <name>-config.
+func (f *fixture) configMapChain(t *testing.T, name string) *gardencorev1beta1.ControllerInstallation {
+	t.Helper()
+	archive, err := ocitest.ConfigMapChart(name, "0.1.0")
+	require.NoError(t, err)
+	return f.chain(t, name, gardencorev1beta1.HelmControllerDeployment{Chart: archive})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/exposureclass"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/extension"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/garbagecollector"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/gardencabundle"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/health"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedresource"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/managedseedset"
@@ -66,6 +67,7 @@ var All = []*function.Function{
 	networkpolicy.Function,
 	webhookcertificates.Function,
 	shootcabundle.Function,
+	gardencabundle.Function,
 }
 
 // ByName returns the function with the given name.

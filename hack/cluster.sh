@@ -264,7 +264,11 @@ garden_up() {
   start garden-etcd "$assets/etcd" --data-dir "$D/garden-etcd" --listen-client-urls "http://127.0.0.1:$GARDEN_ETCD_PORT" \
     --advertise-client-urls "http://127.0.0.1:$GARDEN_ETCD_PORT" --listen-peer-urls http://127.0.0.1:$((GARDEN_ETCD_PORT + 1)) \
     --quota-backend-bytes 2147483648 --unsafe-no-fsync
-  start garden-kube-apiserver "$assets/kube-apiserver" --etcd-servers "http://127.0.0.1:$GARDEN_ETCD_PORT" \
+  # Webhooks registered in the garden by url (the runtime part's extension-registration, at its TLS
+  # Service in the cluster) are reached through the cluster's egress proxy, as a virtual garden's
+  # kube-apiserver, a pod of its runtime cluster, reaches that cluster's Services.
+  start garden-kube-apiserver "$assets/kube-apiserver" --egress-selector-config-file "$D/egress.yaml" \
+    --etcd-servers "http://127.0.0.1:$GARDEN_ETCD_PORT" \
     --secure-port "$GARDEN_API_PORT" --bind-address "$hostip" --advertise-address "$hostip" \
     --cert-dir "$D/garden-pki" --token-auth-file "$D/pki/tokens.csv" --authorization-mode RBAC \
     --service-cluster-ip-range "$GARDEN_SVC_CIDR" --service-account-key-file "$D/garden-pki/sa.key" \
@@ -488,7 +492,7 @@ release() {
 # part's file where it belongs (the cluster is the runtime cluster and the seed at once, Gardener's
 # "runtime cluster as seed": gardener-knative-runtime.yaml, then gardener-knative-seed.yaml; with
 # DEPLOY_VARIANT=scale-to-zero each part's variant on top, which ends as `ko apply -f config/<part>/
-# -f config/scale-to-zero/<part>/` does) and the documented inputs: in each part's namespace the
+# -f config/scale-to-zero/<part>/` does; alike in the garden) and the documented inputs: in each part's namespace the
 # Secret knative-ingress-ca (the CA of Knative's cluster-local TLS, made by up: what the
 # scale-to-zero registrations, the shoots' best-effort ones and the authorizer trust) and the
 # part's garden access, the Secret garden-access (a kubeconfig of the virtual garden with the
@@ -501,9 +505,11 @@ deploy() {
   assets=$(cat "$D/assets")
   local t0 part file namespace token
   t0=$(date +%s)
-  # The garden's part first, in the virtual garden: each part's identity there.
-  kg apply -f "$D/release/gardener-knative-garden.yaml" >"$D/logs/apply-garden.log" 2>&1 ||
-    { tail -n 30 "$D/logs/apply-garden.log" >&2; die "kubectl apply -f gardener-knative-garden.yaml failed"; }
+  # The garden's part first, in the virtual garden: each part's identity there and the runtime part's
+  # registrations.
+  file=gardener-knative-garden${DEPLOY_VARIANT:+-$DEPLOY_VARIANT}.yaml
+  kg apply -f "$D/release/$file" >"$D/logs/apply-garden.log" 2>&1 ||
+    { tail -n 30 "$D/logs/apply-garden.log" >&2; die "kubectl apply -f $file failed"; }
   for part in runtime seed; do
     file=gardener-knative-$part${DEPLOY_VARIANT:+-$DEPLOY_VARIANT}.yaml
     [ -f "$D/release/$file" ] || die "no $file in $D/release: hack/cluster.sh release first"

@@ -368,6 +368,9 @@ func grantsOf(fn *function.Function) []permission {
 			grants = append(grants, expand([]rbacv1.PolicyRule{r}, "")...)
 		}
 	}
+	for ns, rules := range fn.NamespacedTargetRBAC {
+		grants = append(grants, expand(rules, function.NamespaceOf(ns, fn.HomePart()))...)
+	}
 	return grants
 }
 

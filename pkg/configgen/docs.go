@@ -66,13 +66,6 @@ func FunctionsIndex(fns []*function.Function) File {
 			}
 			sweeps = append(sweeps, s)
 		}
-		rule := func(r rbacv1.PolicyRule, where string) string {
-			group := strings.Join(r.APIGroups, ",")
-			if group == "" {
-				group = "core"
-			}
-			return fmt.Sprintf("%s/%s%s: %s", group, strings.Join(r.Resources, ","), where, strings.Join(r.Verbs, ","))
-		}
 		for _, r := range fn.RBAC {
 			rbac = append(rbac, rule(r, ""))
 		}
@@ -81,15 +74,7 @@ func FunctionsIndex(fns []*function.Function) File {
 				rbac = append(rbac, rule(r, " (in the "+string(part)+" part)"))
 			}
 		}
-		for _, namespace := range slices.Sorted(maps.Keys(fn.NamespacedRBAC)) {
-			where := namespace
-			if namespace == function.OwnNamespace {
-				where = "its part's namespace"
-			}
-			for _, r := range fn.NamespacedRBAC[namespace] {
-				rbac = append(rbac, rule(r, " in "+where))
-			}
-		}
+		rbac = append(rbac, namespacedRules(fn.NamespacedRBAC)...)
 		if fn.WorksOnGarden {
 			// Its declared rules are the garden identity's; where it runs it has its TargetRBAC.
 			rbac = append([]string{"in the garden (its garden access):"}, rbac...)
@@ -97,6 +82,7 @@ func FunctionsIndex(fns []*function.Function) File {
 			for _, r := range fn.TargetRBAC {
 				rbac = append(rbac, rule(r, ""))
 			}
+			rbac = append(rbac, namespacedRules(fn.NamespacedTargetRBAC)...)
 		}
 		var parts []string
 		for _, p := range fn.Parts {
@@ -136,4 +122,28 @@ func scopeOf(fn *function.Function, k function.Kind) string {
 		}
 	}
 	return ""
+}
+
+// namespacedRules describes rules granted only inside namespaces, in the namespaces' order.
+func namespacedRules(namespaced map[string][]rbacv1.PolicyRule) []string {
+	var described []string
+	for _, namespace := range slices.Sorted(maps.Keys(namespaced)) {
+		where := namespace
+		if namespace == function.OwnNamespace {
+			where = "its part's namespace"
+		}
+		for _, r := range namespaced[namespace] {
+			described = append(described, rule(r, " in "+where))
+		}
+	}
+	return described
+}
+
+// rule describes one rule: group/resources where: verbs.
+func rule(r rbacv1.PolicyRule, where string) string {
+	group := strings.Join(r.APIGroups, ",")
+	if group == "" {
+		group = "core"
+	}
+	return fmt.Sprintf("%s/%s%s: %s", group, strings.Join(r.Resources, ","), where, strings.Join(r.Verbs, ","))
 }

@@ -37,7 +37,7 @@ func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 
 // DeployedRBACObjects are the RBAC objects config/ deploys with a function where part runs it:
 // RBACObjects, but for a function that works on the garden, whose Source rules are the garden's
-// (not granted where it runs), its TargetRBAC in the cluster it runs in, and nothing at all
+// (not granted where it runs), its TargetRBAC and NamespacedTargetRBAC in the cluster it runs in, and nothing at all
 // where it has nothing to do there (gardener-controller-manager's functions): it runs without
 // an API token of that cluster (runsAs).
 func DeployedRBACObjects(fn *function.Function, part function.Part) []client.Object {
@@ -45,7 +45,7 @@ func DeployedRBACObjects(fn *function.Function, part function.Part) []client.Obj
 	case runsAs(fn) == "":
 		return nil
 	case fn.WorksOnGarden:
-		return rbacObjects(fn, part, fn.TargetRBAC, nil)
+		return rbacObjects(fn, part, fn.TargetRBAC, fn.NamespacedTargetRBAC)
 	}
 	return RBACObjects(fn, part)
 }
@@ -53,7 +53,7 @@ func DeployedRBACObjects(fn *function.Function, part function.Part) []client.Obj
 // runsAs is the ServiceAccount a function's pods run as where config/ deploys it: its own, but
 // none for a function that works on the garden and has nothing to do where it runs.
 func runsAs(fn *function.Function) string {
-	if fn.WorksOnGarden && len(fn.TargetRBAC) == 0 {
+	if fn.WorksOnGarden && len(fn.TargetRBAC) == 0 && len(fn.NamespacedTargetRBAC) == 0 {
 		return ""
 	}
 	return fn.Name
@@ -73,18 +73,22 @@ func rbacObjects(fn *function.Function, part function.Part, rules []rbacv1.Polic
 // each namespace of namespaced its rules there (a Role and RoleBinding of the same name in the
 // namespace namespaceOf names), labelled as component's.
 func grants(component, name string, subjects []rbacv1.Subject, rules []rbacv1.PolicyRule, namespaced map[string][]rbacv1.PolicyRule, namespaceOf func(string) string) []client.Object {
-	objs := []client.Object{
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: meta(component, name, ""),
-			Rules:      rules,
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(component, name, ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-			Subjects:   subjects,
-		},
+	var objs []client.Object
+	// A ClusterRole of no rules would grant nothing: none is made (a function that works on the
+	// garden and needs only namespaced rules where it runs).
+	if len(rules) > 0 {
+		objs = append(objs,
+			&rbacv1.ClusterRole{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+				ObjectMeta: meta(component, name, ""),
+				Rules:      rules,
+			},
+			&rbacv1.ClusterRoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+				ObjectMeta: meta(component, name, ""),
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+				Subjects:   subjects,
+			})
 	}
 	for _, namespace := range slices.Sorted(maps.Keys(namespaced)) {
 		objs = append(objs,

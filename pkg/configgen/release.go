@@ -16,8 +16,9 @@ const VersionLabel = "app.kubernetes.io/version"
 
 // ReleaseParts are the folders of config/ a release ships, each as one file: every part
 // (gardener-knative-<part>.yaml, what `kubectl apply -f` installs where the part belongs), each
-// part's scale-to-zero variant, the seed's opt-in registrations, and the parts' identities in the
-// garden (config/garden/, applied to the garden). The shoots' registrations
+// part's scale-to-zero variant, the seed's opt-in registrations, and what is applied to the garden
+// (config/garden/: the parts' identities there and the runtime part's registrations, and its
+// scale-to-zero variant). The shoots' registrations
 // are not among them: the enrolment command renders them from its own copy (config/config.go).
 var ReleaseParts = func() []ReleasePart {
 	var parts []ReleasePart
@@ -28,7 +29,8 @@ var ReleaseParts = func() []ReleasePart {
 	}
 	return append(parts,
 		ReleasePart{Folder: "seed-opt-in", File: "gardener-knative-seed-opt-in.yaml"},
-		ReleasePart{Folder: GardenDir, File: "gardener-knative-garden.yaml"})
+		ReleasePart{Folder: GardenDir, File: "gardener-knative-garden.yaml"},
+		ReleasePart{Folder: ScaleToZeroDir + "/" + GardenDir, File: "gardener-knative-garden-scale-to-zero.yaml"})
 }()
 
 // ReleasePart is one folder of config/ a release resolves into one file.

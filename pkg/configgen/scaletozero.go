@@ -47,9 +47,10 @@ const ownTLSVolume = "tls"
 
 // ScaleToZeroFolders are the folders of config/ that have a scale-to-zero variant, each in the same
 // folder under ScaleToZeroDir: every part's (config/runtime/, config/seed/), and config/shoot/ and
-// config/shoot-opt-in/ (the shoots', which the enrolment renders), kept apart so that a part's
-// variant is applied where the part is, and never registers a shoot's webhooks in the seed.
-var ScaleToZeroFolders = append(partFolders(), "shoot", "shoot-opt-in")
+// config/shoot-opt-in/ (the shoots', which the enrolment renders) and config/garden/ (the runtime
+// part's registrations in the garden), kept apart so that a part's variant is applied where the
+// part is, and never registers a shoot's webhooks in the seed.
+var ScaleToZeroFolders = append(partFolders(), "shoot", "shoot-opt-in", GardenDir)
 
 func partFolders() []string {
 	var folders []string
@@ -167,6 +168,9 @@ func scaleObjectToZero(obj map[string]any) bool {
 		return true
 	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 		webhooks, _ := obj["webhooks"].([]any)
+		metadata := nestedMap(obj, "metadata")
+		annotations, _ := metadata["annotations"].(map[string]any)
+		_, injected := annotations[webhookcertificates.AnnotationInjectFromSecret]
 		throughIngress := ""
 		for _, w := range webhooks {
 			if m, ok := w.(map[string]any); ok {
@@ -175,12 +179,14 @@ func scaleObjectToZero(obj map[string]any) bool {
 				if namespace := viaIngress(clientConfig); namespace != "" {
 					throughIngress = namespace
 				}
-				urlViaIngress(clientConfig)
+				// A url's CA comes from the annotation, when it has one (the garden's
+				// registrations; the shoots' get theirs from the enrolment and shootcabundle).
+				if namespace := urlViaIngress(clientConfig); namespace != "" && injected {
+					throughIngress = namespace
+				}
 			}
 		}
 		if throughIngress != "" {
-			metadata := nestedMap(obj, "metadata")
-			annotations, _ := metadata["annotations"].(map[string]any)
 			if annotations == nil {
 				annotations = map[string]any{}
 				metadata["annotations"] = annotations
@@ -208,20 +214,21 @@ func viaIngress(clientConfig map[string]any) string {
 }
 
 // urlViaIngress turns a url at one of our Services' own TLS ports into the cluster-local url of
-// the Knative Service behind it.
-func urlViaIngress(clientConfig map[string]any) {
+// the Knative Service behind it, and returns the Service's namespace when it did.
+func urlViaIngress(clientConfig map[string]any) string {
 	raw, _ := clientConfig["url"].(string)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return
+		return ""
 	}
 	service, namespace, _ := strings.Cut(strings.TrimSuffix(u.Hostname(), ".svc"), ".")
 	name, ok := strings.CutSuffix(service, directSuffix)
 	if !ok || !ourNamespace(namespace) || !strings.HasSuffix(u.Hostname(), ".svc") {
-		return
+		return ""
 	}
 	u.Host = name + "." + namespace + ".svc.cluster.local"
 	clientConfig["url"] = u.String()
+	return namespace
 }
 
 // dropOwnTLS removes ownTLS from a Knative Service's pod spec.

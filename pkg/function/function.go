@@ -343,6 +343,9 @@ type Function struct {
 	// TargetRBAC is what a function that works on the garden may do in the cluster it runs in,
 	// its Target (gardenlet installs whatever an extension's chart holds).
 	TargetRBAC []rbacv1.PolicyRule
+	// NamespacedTargetRBAC is what it may do there only inside the named namespaces (OwnNamespace:
+	// its part's own, e.g. the runtime part's serving certificates), beside TargetRBAC.
+	NamespacedTargetRBAC map[string][]rbacv1.PolicyRule
 	// GardenInputs are what an operator gives a function that works on the garden beside the
 	// garden's kubeconfig, in the same Secret (GardenAccessSecret): environment variable → key of
 	// that Secret (e.g. the seed's name for gardenlet's part). config/ takes them from there,
@@ -503,18 +506,20 @@ func (f *Function) Validate() error {
 			errs = append(errs, fmt.Errorf("RBAC of part %q: the function is deployed only with %v", p, f.Parts))
 		}
 	}
-	for namespace := range f.NamespacedRBAC {
-		if namespace == OwnNamespace {
-			continue
-		}
-		for _, msg := range validation.IsDNS1123Label(namespace) {
-			errs = append(errs, fmt.Errorf("namespaced RBAC for %q: %s", namespace, msg))
+	for _, namespaced := range []map[string][]rbacv1.PolicyRule{f.NamespacedRBAC, f.NamespacedTargetRBAC} {
+		for namespace := range namespaced {
+			if namespace == OwnNamespace {
+				continue
+			}
+			for _, msg := range validation.IsDNS1123Label(namespace) {
+				errs = append(errs, fmt.Errorf("namespaced RBAC for %q: %s", namespace, msg))
+			}
 		}
 	}
 	if len(f.Reconcilers) == 0 {
 		errs = append(errs, errors.New("no reconcilers"))
 	}
-	if !f.WorksOnGarden && (len(f.GardenInputs) > 0 || len(f.TargetRBAC) > 0) {
+	if !f.WorksOnGarden && (len(f.GardenInputs) > 0 || len(f.TargetRBAC) > 0 || len(f.NamespacedTargetRBAC) > 0) {
 		errs = append(errs, errors.New("garden inputs and Target RBAC: only a function that works on the garden has them"))
 	}
 	scoped := map[schema.GroupKind]bool{}

@@ -126,7 +126,7 @@ func (r *Reconciler) inject(ctx context.Context, req function.Request, bundles w
 		if err := req.Target.List(ctx, list, client.MatchingLabels(tenant.RegistrationLabels)); err != nil {
 			return fmt.Errorf("listing the shoot's registrations: %w", err)
 		}
-		for _, obj := range registrations(list) {
+		for _, obj := range webhookcertificates.Registrations(list) {
 			patched, err := r.Target.Writer.Patch(ctx, obj, func() { bundles.Inject(webhookcertificates.ClientConfigs(obj)) })
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
@@ -151,19 +151,4 @@ func Records(certificates []webhookcertificates.Certificate, hibernated bool) ma
 		records[webhookcertificates.AnnotationTenantBundle(c.Secret)] = record
 	}
 	return records
-}
-
-func registrations(list client.ObjectList) []client.Object {
-	var out []client.Object
-	switch l := list.(type) {
-	case *admissionregistrationv1.MutatingWebhookConfigurationList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *admissionregistrationv1.ValidatingWebhookConfigurationList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out
 }

@@ -130,30 +130,18 @@ type registrationKind struct {
 }
 
 var mutating = registrationKind{
-	name:   kinds.MutatingWebhookConfiguration.Kind,
-	object: func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
-	list:   func() client.ObjectList { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
-	items: func(l client.ObjectList) []client.Object {
-		var objs []client.Object
-		for i := range l.(*admissionregistrationv1.MutatingWebhookConfigurationList).Items {
-			objs = append(objs, &l.(*admissionregistrationv1.MutatingWebhookConfigurationList).Items[i])
-		}
-		return objs
-	},
+	name:    kinds.MutatingWebhookConfiguration.Kind,
+	object:  func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+	list:    func() client.ObjectList { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
+	items:   Registrations,
 	configs: ClientConfigs,
 }
 
 var validating = registrationKind{
-	name:   kinds.ValidatingWebhookConfiguration.Kind,
-	object: func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
-	list:   func() client.ObjectList { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
-	items: func(l client.ObjectList) []client.Object {
-		var objs []client.Object
-		for i := range l.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items {
-			objs = append(objs, &l.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items[i])
-		}
-		return objs
-	},
+	name:    kinds.ValidatingWebhookConfiguration.Kind,
+	object:  func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+	list:    func() client.ObjectList { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
+	items:   Registrations,
 	configs: ClientConfigs,
 }
 
@@ -348,7 +336,7 @@ func (r *Reconciler) serving(ctx context.Context, req function.Request, key func
 	}
 	policy := Policy{Validity: r.Config.Validity, PromotionDelay: r.Config.PromotionDelay}
 	step, err := Decide(now, state, host, policy, func() (bool, error) {
-		return r.trusted(ctx, key, state.Pending, secret.Data[KeyBundle], host, now)
+		return r.trusted(ctx, key, state.Pending, secret, host, now)
 	})
 	if err != nil {
 		return nil, err
@@ -434,9 +422,14 @@ func apply(step Step, now time.Time, state Serving, secret *corev1.Secret, issue
 }
 
 // trusted says whether every webhook of every registration that the Service's certificate
-// serves verifies the pending certificate, and every enrolled tenant's shoot carries the
-// Secret's bundle (three live LISTs, only while one is pending).
-func (r *Reconciler) trusted(ctx context.Context, key function.Key, pending *x509.Certificate, bundle []byte, host string, now time.Time) (bool, error) {
+// serves verifies the pending certificate, the garden's registrations and every enrolled tenant's
+// shoot carry the Secret's bundle (three live LISTs, only while one is pending).
+func (r *Reconciler) trusted(ctx context.Context, key function.Key, pending *x509.Certificate, secret *corev1.Secret, host string, now time.Time) (bool, error) {
+	bundle := secret.Data[KeyBundle]
+	if !GardenTrusts(secret, bundle) {
+		r.Log.Info("rotation waits: the garden's registrations do not carry the new bundle yet", "secret", key)
+		return false, nil
+	}
 	for _, kind := range kindsByName {
 		list := kind.list()
 		if err := r.Source.Reader.List(ctx, list, labelled()); err != nil {

@@ -68,6 +68,26 @@ func (r *Reconciler) untrustingTenant(ctx context.Context, key client.ObjectKey,
 	return "", nil
 }
 
+// The garden's registrations of a runtime part's Service (extension-registration's of
+// ControllerRegistrations and ControllerDeployments) are not this function's either: they live in
+// the garden, which the runtime part's gardencabundle works on. It records on the Service's Secret
+// which bundle every garden registration naming the Secret carries (AnnotationGardenBundle), and
+// a rotation waits for it as for a tenant.
+
+// AnnotationGardenBundle is the annotation of a serving certificate's Secret that says which
+// bundle the garden's registrations naming it carry (its Digest). Absent, no garden registration
+// names the Secret; gardencabundle removes it when the last one goes.
+const AnnotationGardenBundle = "gardener-knative.io/ca-bundle-garden"
+
+// GardenTrusts says whether the garden's record on secret lets a rotation to bundle go on. With no
+// record there is nothing in the garden to wait for. (Before gardencabundle's first reconcile of a
+// garden registration there is no record either, but then the registration carries no bundle at
+// all, so no promotion can take a trust away from it.)
+func GardenTrusts(secret *corev1.Secret, bundle []byte) bool {
+	record, ok := secret.Annotations[AnnotationGardenBundle]
+	return !ok || record == Digest(bundle)
+}
+
 // IngressCA is the Secret of the servers' namespace in which the operator provides the CA of
 // Knative's cluster-local TLS (ca.crt): what a registration that reaches a Knative Service through
 // the ingress trusts (the shoots' best-effort webhooks, the scale-to-zero variant).
@@ -158,4 +178,21 @@ func ClientConfigs(obj client.Object) []*admissionregistrationv1.WebhookClientCo
 		}
 	}
 	return configs
+}
+
+// Registrations are the items of a Mutating- or ValidatingWebhookConfigurationList, to read and
+// change in place.
+func Registrations(list client.ObjectList) []client.Object {
+	var out []client.Object
+	switch l := list.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfigurationList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfigurationList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
 }

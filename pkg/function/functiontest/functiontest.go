@@ -197,7 +197,8 @@ func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 }
 
 // applyTargetRBAC grants a function that works on the garden, as its ServiceAccount in env, what
-// config/ grants it where it runs (configgen.DeployedRBACObjects: its TargetRBAC), beside its
+// config/ grants it where it runs (configgen.DeployedRBACObjects: its TargetRBAC and
+// NamespacedTargetRBAC), beside its
 // garden rules (ApplyRBAC): the ClusterRole and binding of those get another name.
 func applyTargetRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 	t.Helper()
@@ -207,6 +208,11 @@ func applyTargetRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 		case *rbacv1.ClusterRole:
 			o.Name += ":target"
 		case *rbacv1.ClusterRoleBinding:
+			o.Name += ":target"
+			o.RoleRef.Name += ":target"
+		case *rbacv1.Role:
+			o.Name += ":target"
+		case *rbacv1.RoleBinding:
 			o.Name += ":target"
 			o.RoleRef.Name += ":target"
 		}

@@ -207,3 +207,39 @@ func TestServesOnlyItsPartsRegistrations(t *testing.T) {
 	assert.Equal(t, [][]byte{nil, nil}, bundles(t, foreign))
 	assert.Equal(t, 1.0, f.Metric("gardener_knative_events_terminal_total", nil), "a namespace of no part is refused, counted")
 }
+
+// The garden's registrations of a Service (the runtime part's, kept by gardencabundle) hold a
+// rotation up as the Service's own do: while the Secret's garden record names an older bundle,
+// no trust is recorded and nothing is promoted; once it names the current bundle, the rotation
+// goes on.
+func TestARotationWaitsForTheGarden(t *testing.T) {
+	f := newHarness(t)
+	const service = "garden-tls"
+	m := mutatingFor(t, "certs-garden-m", service, nil)
+	f.Send("add", m)
+	first := served(t, secretOf(t, service))
+	setGardenRecord(t, service, webhookcertificates.Digest(secretOf(t, service).Data[webhookcertificates.KeyBundle]))
+
+	f.Clock.SetTime(webhookcertificates.RenewAt(first).Add(time.Minute))
+	f.Sweep(webhookcertificates.ResyncMutating)
+	require.NotNil(t, webhookcertificates.Read(secretOf(t, service).Data).Pending, "the rotation started")
+	f.Clock.Step(2 * time.Minute)
+	f.Sweep(webhookcertificates.ResyncMutating)
+	assert.NotContains(t, secretOf(t, service).Annotations, webhookcertificates.AnnotationTrustedSince, "the garden carries the old bundle")
+
+	setGardenRecord(t, service, webhookcertificates.Digest(secretOf(t, service).Data[webhookcertificates.KeyBundle]))
+	f.Sweep(webhookcertificates.ResyncMutating)
+	assert.Contains(t, secretOf(t, service).Annotations, webhookcertificates.AnnotationTrustedSince)
+	f.Clock.Step(2 * time.Minute)
+	f.Sweep(webhookcertificates.ResyncMutating)
+	assert.NotEqual(t, first.Raw, served(t, secretOf(t, service)).Raw, "promoted")
+}
+
+// setGardenRecord records on the Service's Secret which bundle the garden carries, as
+// gardencabundle does.
+func setGardenRecord(t *testing.T, service, digest string) {
+	t.Helper()
+	secret := secretOf(t, service)
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, webhookcertificates.AnnotationGardenBundle, digest)
+	require.NoError(t, env.Client.Update(context.Background(), secret))
+}

@@ -28,9 +28,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	testclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
@@ -151,7 +154,7 @@ func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
 		if err != nil {
 			return webhook.Deps{}, fmt.Errorf("source: %w", err)
 		}
-		targetClient, err := target.ManifestClient(ctx, manifest)
+		targetClient, err := targetClientOf(ctx, manifest)
 		if err != nil {
 			return webhook.Deps{}, fmt.Errorf("target: %w", err)
 		}
@@ -183,9 +186,29 @@ func startServer(ctx context.Context) (map[string]bool, <-chan error, error) {
 
 func servingAddr() string { return webhooktest.ServingAddr(serving) }
 
+// targetClientOf is the client the manifest's server reads the target with: its ServiceAccount's,
+// or for a server that reads the garden (config/runtime/webhook-extension-registration.yaml: its
+// TARGET_KUBECONFIG is its part's garden access), its part's identity in the garden with exactly
+// the rules config/garden/ grants it; the target plays the garden then.
+func targetClientOf(ctx context.Context, manifest string) (client.Client, error) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(data, []byte("name: TARGET_KUBECONFIG")) || !bytes.Contains(data, []byte("secretName: "+function.GardenAccessSecret)) {
+		return target.ManifestClient(ctx, manifest)
+	}
+	part := function.Part(filepath.Base(filepath.Dir(manifest)))
+	if err := target.ApplyRBAC(ctx, configgen.GardenAccess(part, functions.All)); err != nil {
+		return nil, err
+	}
+	c, _, err := target.FunctionClient("system:serviceaccount:" + configgen.GardenIdentityNamespace + ":" + configgen.GardenIdentity(part))
+	return c, err
+}
+
 // installWebhookConfigurations installs the Mutating- and ValidatingWebhookConfigurations of
-// config/shoot/ (the target plays a shoot) and every part of config/ (registrations in the cluster the
-// webhooks run in) into the target, pointed at the local server and its CA. It keeps only the
+// config/shoot/ (the target plays a shoot), every part of config/ (registrations in the cluster the
+// webhooks run in) and config/garden/ (the runtime part's in the garden) into the target, pointed at the local server and its CA. It keeps only the
 // webhook entries whose path is served (an entry nobody serves would fail every matching
 // request), and of two entries with the same name the shoot's.
 func installWebhookConfigurations(ctx context.Context, served map[string]bool) error {
@@ -194,8 +217,12 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		return err
 	}
 	files := shootFiles
+	folders := []string{configgen.GardenDir}
 	for _, part := range function.AllParts {
-		partFiles, err := filepath.Glob("../../../config/" + string(part) + "/*.yaml")
+		folders = append(folders, string(part))
+	}
+	for _, folder := range folders {
+		partFiles, err := filepath.Glob("../../../config/" + folder + "/*.yaml")
 		if err != nil {
 			return err
 		}

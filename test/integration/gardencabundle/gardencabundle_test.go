@@ -73,7 +73,7 @@ func TestTheGardensRegistrationFollowsTheRuntimesCertificate(t *testing.T) {
 
 // Served as its own ServiceAccount with exactly config/'s RBAC, the garden and the runtime
 // cluster being one: the operator's input (the ingress's CA, no serving certificate) goes into the
-// registration that names it and gets no record; a registration of another namespace's Secret or
+// registrations that name it, validating and mutating, and gets no record; a registration of another namespace's Secret or
 // of none is left alone; the deletion's event removes the record.
 func TestInputsAndDeletionAsItsServiceAccount(t *testing.T) {
 	ensureNamespace(t, env.Client)
@@ -86,10 +86,15 @@ func TestInputsAndDeletionAsItsServiceAccount(t *testing.T) {
 	}
 	require.NoError(t, env.Client.Create(ctx, input))
 	viaIngress := gardenRegistration(t, env.Client, "via-ingress", namespace+"/"+webhookcertificates.IngressCA)
+	mutating := gardenMutatingRegistration(t, env.Client, "via-ingress-m", namespace+"/"+webhookcertificates.IngressCA)
 	other := gardenRegistration(t, env.Client, "other-namespace", "gardener-knative/grm-webhooks-tls")
 	h.Send("add", viaIngress)
 	h.Send("add", other)
-	assert.Equal(t, [][]byte{input.Data[webhookcertificates.KeyBundle], input.Data[webhookcertificates.KeyBundle]}, bundlesOf(t, env.Client, viaIngress.Name))
+	ingressCA := input.Data[webhookcertificates.KeyBundle]
+	assert.Equal(t, [][]byte{ingressCA, ingressCA}, bundlesOf(t, env.Client, viaIngress.Name))
+	got := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(mutating), got))
+	assert.Equal(t, ingressCA, got.Webhooks[0].ClientConfig.CABundle, "a mutating registration naming the Secret too")
 	assert.Empty(t, get(t, env.Client, input.Name).Annotations, "an input gets no record")
 	assert.Equal(t, [][]byte{nil, nil}, bundlesOf(t, env.Client, other.Name), "not a Secret of the runtime part's")
 
@@ -152,6 +157,24 @@ func gardenRegistration(t *testing.T, c client.Client, name, ref string) *admiss
 			Annotations: map[string]string{webhookcertificates.AnnotationInjectFromSecret: ref},
 		},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{webhook("a"), webhook("b")},
+	}
+	require.NoError(t, c.Create(context.Background(), obj))
+	return obj
+}
+
+// gardenMutatingRegistration registers a mutating webhook by url, its CA from the Secret ref names.
+func gardenMutatingRegistration(t *testing.T, c client.Client, name, ref string) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	none, ignore := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore
+	obj := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "garden-" + name, Labels: map[string]string{"app.kubernetes.io/part-of": "gardener-knative"},
+			Annotations: map[string]string{webhookcertificates.AnnotationInjectFromSecret: ref},
+		},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "m.example.com", SideEffects: &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + name + "-tls." + namespace + ".svc/m")},
+		}},
 	}
 	require.NoError(t, c.Create(context.Background(), obj))
 	return obj

@@ -91,7 +91,9 @@ type admissionLoad struct {
 	once     sync.Once
 }
 
-func admitUnderLoad(t *testing.T, cl client.Client, pod *corev1.Pod) *admissionLoad {
+// admitUnderLoad creates obj over and over as server-side dry runs, four at a time, until stopped,
+// counting what was admitted and what refused.
+func admitUnderLoad(t *testing.T, cl client.Client, obj client.Object) *admissionLoad {
 	t.Helper()
 	ctx := context.Background()
 	load := &admissionLoad{done: make(chan struct{})}
@@ -105,7 +107,7 @@ func admitUnderLoad(t *testing.T, cl client.Client, pod *corev1.Pod) *admissionL
 					return
 				default:
 				}
-				if err := cl.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
+				if err := cl.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
 					load.mu.Lock()
 					load.refused = append(load.refused, time.Now().Format("15:04:05.000")+" "+err.Error())
 					load.mu.Unlock()

@@ -32,6 +32,7 @@ import (
 // Not one admission request is refused on the way, in the seed or the shoot, and every
 // registration verifies the new certificate.
 func TestWebhookCertificateRotation(t *testing.T) {
+	t.Parallel() // beside the garden's (TestGardenRegistrationFollowsARotation)
 	const service, tlsService = "grm-webhooks", "grm-webhooks-tls"
 	ctx := context.Background()
 	key := client.ObjectKey{Namespace: "gardener-knative", Name: tlsService}
@@ -62,50 +63,10 @@ func TestWebhookCertificateRotation(t *testing.T) {
 		defer shootLoad.stop()
 	}
 	time.Sleep(3 * time.Second)
-	annotate(t, secret, v1beta1constants.OperationRotateCAStart)
 	started := time.Now()
-
-	prepared := eventually(t, 3*time.Minute, "the rotation prepared", func() error {
-		if err := c.Get(ctx, key, secret); err != nil {
-			return err
-		}
-		if webhookcertificates.Read(secret.Data).Pending == nil || secret.Annotations[v1beta1constants.GardenerOperation] != "" {
-			return errors.New("no certificate pending yet")
-		}
-		return nil
-	})
-	// The trust is recorded by webhookcertificates' sweep (every 5 minutes) once every
-	// registration, the shoots' too, carries the new CA; the promotion follows the delay later.
-	var second *corev1.Secret
-	promoted := eventually(t, 8*time.Minute, "the new certificate promoted", func() error {
-		if err := c.Get(ctx, key, secret); err != nil {
-			return err
-		}
-		if current := webhookcertificates.Read(secret.Data).Current; current != nil && string(current.Raw) != string(first.Raw) {
-			second = secret.DeepCopy()
-			return nil
-		}
-		// The delay has passed since every registration trusted it: the operator's reconcile
-		// brings the promotion without waiting for the next sweep.
-		if since, err := time.Parse(time.RFC3339, secret.Annotations[webhookcertificates.AnnotationTrustedSince]); err == nil &&
-			time.Since(since) > time.Minute+5*time.Second && secret.Annotations[v1beta1constants.GardenerOperation] == "" {
-			annotate(t, secret, v1beta1constants.GardenerOperationReconcile)
-		}
-		return errors.New("still serving the old certificate")
-	})
+	prepared, promoted, second := rotateCertificate(t, secret)
 	served := webhookcertificates.Read(second.Data).Current
-	reloaded := eventually(t, 4*time.Minute, "every pod presents the new certificate", func() error {
-		for _, p := range readyPodsOf(t, service) {
-			presented, err := presentedCertificate(p.Status.PodIP)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p.Name, err)
-			}
-			if string(presented) != string(served.Raw) {
-				return fmt.Errorf("%s presents the old certificate", p.Name)
-			}
-		}
-		return nil
-	})
+	reloaded := presentedByEveryPod(t, service, served.Raw)
 	time.Sleep(3 * time.Second)
 	admitted, refused := load.stop()
 	t.Logf("rotation: prepared after %s, promoted %s later, presented by every pod %s later (%s in all); %d dry-run Pod creations admitted, %d refused",
@@ -138,6 +99,62 @@ func TestWebhookCertificateRotation(t *testing.T) {
 		}
 		require.NotZero(t, inShoot, "no registration of the shoot names %s", host)
 	}
+}
+
+// rotateCertificate asks for a rotation of the serving certificate in secret, as an operator does,
+// and waits until its new certificate is served: how long until it was prepared, and then
+// promoted, and the Secret then. The trust is recorded by webhookcertificates' sweep (every 5
+// minutes) once every registration (the shoots', the garden's too) carries the new CA; the
+// promotion follows the delay later, brought by an operator's reconcile once the delay has passed
+// rather than by the next sweep.
+func rotateCertificate(t *testing.T, secret *corev1.Secret) (prepared, promoted time.Duration, second *corev1.Secret) {
+	t.Helper()
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(secret)
+	first := webhookcertificates.Read(secret.Data).Current
+	annotate(t, secret, v1beta1constants.OperationRotateCAStart)
+	prepared = eventually(t, 3*time.Minute, key.Name+"'s rotation prepared", func() error {
+		if err := c.Get(ctx, key, secret); err != nil {
+			return err
+		}
+		if webhookcertificates.Read(secret.Data).Pending == nil || secret.Annotations[v1beta1constants.GardenerOperation] != "" {
+			return errors.New("no certificate pending yet")
+		}
+		return nil
+	})
+	promoted = eventually(t, 8*time.Minute, key.Name+"'s new certificate promoted", func() error {
+		if err := c.Get(ctx, key, secret); err != nil {
+			return err
+		}
+		if current := webhookcertificates.Read(secret.Data).Current; current != nil && string(current.Raw) != string(first.Raw) {
+			second = secret.DeepCopy()
+			return nil
+		}
+		if since, err := time.Parse(time.RFC3339, secret.Annotations[webhookcertificates.AnnotationTrustedSince]); err == nil &&
+			time.Since(since) > time.Minute+5*time.Second && secret.Annotations[v1beta1constants.GardenerOperation] == "" {
+			annotate(t, secret, v1beta1constants.GardenerOperationReconcile)
+		}
+		return errors.New("still serving the old certificate")
+	})
+	return prepared, promoted, second
+}
+
+// presentedByEveryPod waits until every Ready pod of service presents certificate on its own TLS
+// port (kubelet refreshes the Secret's volume within a minute or so).
+func presentedByEveryPod(t *testing.T, service string, certificate []byte) time.Duration {
+	t.Helper()
+	return eventually(t, 4*time.Minute, "every pod of "+service+" presents the new certificate", func() error {
+		for _, p := range readyPodsOf(t, service) {
+			presented, err := presentedCertificate(p.Status.PodIP)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			if string(presented) != string(certificate) {
+				return fmt.Errorf("%s presents the old certificate", p.Name)
+			}
+		}
+		return nil
+	})
 }
 
 // registrationConfigs are the client configurations of every webhook of the registrations with

@@ -32,7 +32,6 @@ import (
 // Not one admission request is refused on the way, in the seed or the shoot, and every
 // registration verifies the new certificate.
 func TestWebhookCertificateRotation(t *testing.T) {
-	t.Parallel() // beside the garden's (TestGardenRegistrationFollowsARotation)
 	const service, tlsService = "grm-webhooks", "grm-webhooks-tls"
 	ctx := context.Background()
 	key := client.ObjectKey{Namespace: "gardener-knative", Name: tlsService}

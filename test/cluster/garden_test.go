@@ -44,10 +44,8 @@ func TestExtensionRegistrationValidatesTheGarden(t *testing.T) {
 // The runtime part's certificate rotates while the garden's kube-apiserver keeps asking
 // extension-registration to admit ControllerRegistrations (server-side dry runs): the garden's
 // registration follows through gardencabundle, the rotation waits for it, and not one request is
-// refused; at the end the garden's registration verifies the new certificate. Run beside the
-// seed's rotation (TestWebhookCertificateRotation), which takes as long.
+// refused; at the end the garden's registration verifies the new certificate.
 func TestGardenRegistrationFollowsARotation(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	secret := gardenTrustsCurrent(t)
 	registration := &gardencorev1beta1.ControllerRegistration{ObjectMeta: metav1.ObjectMeta{Name: "e2e-rotation-registration"}}

@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -103,11 +102,11 @@ func mapToSecret(_ context.Context, _ client.Reader, ev function.Event) ([]funct
 // annotation asks for; false when it names none, or one of another namespace (not a serving
 // certificate of the runtime cluster).
 func SecretNamedBy(obj metav1.Object) (function.Key, bool) {
-	ns, name, ok := strings.Cut(obj.GetAnnotations()[webhookcertificates.AnnotationInjectFromSecret], "/")
-	if !ok || ns != namespace || name == "" {
+	key, ok := webhookcertificates.InjectedFrom(obj)
+	if !ok || key.Namespace != namespace || key.Name == "" {
 		return function.Key{}, false
 	}
-	return function.Key{Namespace: ns, Name: name}, true
+	return key, true
 }
 
 // Reconciler gives the garden's registrations of one Secret its bundle.

@@ -156,14 +156,24 @@ type source struct {
 // sourceOf is the source of one webhook of a registration; false when it has none (a url
 // without the annotation: its caBundle is left as it is).
 func sourceOf(obj client.Object, cc *admissionregistrationv1.WebhookClientConfig) (source, bool) {
-	if ref, ok := obj.GetAnnotations()[AnnotationInjectFromSecret]; ok {
-		namespace, name, _ := strings.Cut(ref, "/")
-		return source{secret: function.Key{Namespace: namespace, Name: name}}, true
+	if key, ok := InjectedFrom(obj); ok {
+		return source{secret: key}, true
 	}
 	if cc.Service != nil {
 		return source{secret: function.Key{Namespace: cc.Service.Namespace, Name: cc.Service.Name}, issued: true}, true
 	}
 	return source{}, false
+}
+
+// InjectedFrom is the Secret a registration's AnnotationInjectFromSecret names; false without the
+// annotation.
+func InjectedFrom(obj metav1.Object) (function.Key, bool) {
+	ref, ok := obj.GetAnnotations()[AnnotationInjectFromSecret]
+	if !ok {
+		return function.Key{}, false
+	}
+	namespace, name, _ := strings.Cut(ref, "/")
+	return function.Key{Namespace: namespace, Name: name}, true
 }
 
 // mapSecretTo maps a Secret's event to the registrations of one kind that it serves (one LIST).

@@ -260,12 +260,15 @@ type List struct {
 	// does not list it, since that would read the kind in every namespace of the cluster: its
 	// reads go to the API server, once per object and sweep.
 	PerTenant bool
-	// OnDemand lists a namespaced kind one namespace at a time, the first time a reconcile of the
-	// sweep lists it in that namespace, and holds that namespace's objects for the sweep's later
-	// lists there: one LIST per namespace asked about and sweep rather than one per reconcile,
-	// and nothing of the namespaces no reconcile asks about (the Pods of a shoot's rolled-out
-	// Deployments, without its workloads' elsewhere). A list without a namespace goes to the
-	// API server.
+	// OnDemand lists the kind the first time a reconcile of the sweep lists it, and holds it for
+	// the sweep's later lists: a sweep whose reconciles seldom need the kind lists it only then
+	// (the kube-system Pods and DaemonSets of a tainted Node: none in a shoot whose Nodes are
+	// all ready). A kind confined to a Namespace, or cluster-scoped, is listed whole; any other
+	// namespaced kind one namespace at a time, when a reconcile lists it there, and nothing of
+	// the namespaces no reconcile asks about (the Pods of a shoot's rolled-out Deployments,
+	// without its workloads' elsewhere); its lists without a namespace go to the API server.
+	// Gets of the kind go to the API server, once per object and sweep, as those of a kind not
+	// listed.
 	OnDemand bool
 }
 
@@ -612,8 +615,8 @@ func (f *Function) Validate() error {
 			if l.PerTenant && (clusterOrSource(l.Cluster) != Source || !l.Kind.Namespaced || l.Namespace != "") {
 				errs = append(errs, fmt.Errorf("%s: %s is listed per tenant, which confines a namespaced Source kind to the tenant's namespace", what, l.Kind.Kind))
 			}
-			if l.OnDemand && (!l.Kind.Namespaced || l.Namespace != "" || l.KeysOnly || l.PerTenant) {
-				errs = append(errs, fmt.Errorf("%s: %s is listed on demand, one namespace at a time: a namespaced kind, not confined to a namespace, with its objects", what, l.Kind.Kind))
+			if l.OnDemand && (l.KeysOnly || l.PerTenant) {
+				errs = append(errs, fmt.Errorf("%s: %s is listed on demand, with its objects and where the reconciles ask: neither keys only nor per tenant", what, l.Kind.Kind))
 			}
 			if l.KeysOnly && l.Project != nil {
 				errs = append(errs, fmt.Errorf("%s: %s holds only keys, a projection would be dropped", what, l.Kind.Kind))

@@ -181,11 +181,12 @@ type snapshot struct {
 	// each. It holds at most one entry per distinct object read and dies with the sweep.
 	fetchedMu sync.Mutex
 	fetched   map[fetchKey]*fetched
-	// onDemand are the kinds listed one namespace at a time (List.OnDemand).
+	// onDemand are the kinds listed when a reconcile first lists them (List.OnDemand).
 	onDemand map[schema.GroupKind]*onDemand
 }
 
-// onDemand is a kind the sweep lists per namespace when first asked: each namespace once.
+// onDemand is a kind the sweep lists when first asked: a confined kind once, any other
+// namespaced kind each namespace once.
 type onDemand struct {
 	list     List
 	pageSize int64
@@ -200,7 +201,7 @@ type listedNamespace struct {
 	err  error
 }
 
-// listOnDemand declares l as listed per namespace when first asked.
+// listOnDemand declares l as listed when first asked.
 func (s *snapshot) listOnDemand(l List, pageSize int64) {
 	if s.onDemand == nil {
 		s.onDemand = map[schema.GroupKind]*onDemand{}
@@ -208,9 +209,16 @@ func (s *snapshot) listOnDemand(l List, pageSize int64) {
 	s.onDemand[l.Kind.GroupKind()] = &onDemand{list: l, pageSize: pageSize, listed: map[string]*listedNamespace{}}
 }
 
-// in is what the sweep holds of the kind in namespace, listed on the first ask; concurrent asks
-// wait for it. A failed LIST is not remembered, so the next ask tries again.
+// confined says the list reads one namespace or a cluster-scoped kind: it is listed whole, once.
+func (d *onDemand) confined() bool { return !d.list.Kind.Namespaced || d.list.Namespace != "" }
+
+// in is what the sweep holds of the kind in namespace (a confined kind: in its one namespace or
+// cluster-wide, whatever namespace is asked), listed on the first ask; concurrent asks wait for
+// it. A failed LIST is not remembered, so the next ask tries again.
 func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*listed, error) {
+	if d.confined() {
+		namespace = d.list.Namespace
+	}
 	d.mu.Lock()
 	n, ok := d.listed[namespace]
 	if !ok {
@@ -220,7 +228,7 @@ func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*list
 	d.mu.Unlock()
 	if !ok {
 		l := d.list
-		l.Namespace = namespace
+		l.Namespace = namespace // a confined list's own
 		if n.held, n.err = listAll(ctx, s.live, s.scheme, l, d.pageSize); n.err != nil {
 			n.held = nil
 			d.mu.Lock()
@@ -335,7 +343,7 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	l := s.related[gk]
-	if d := s.onDemand[gk]; l == nil && d != nil && o.Namespace != "" {
+	if d := s.onDemand[gk]; l == nil && d != nil && (d.confined() || o.Namespace != "") {
 		if l, err = d.in(ctx, s, o.Namespace); err != nil {
 			return err
 		}

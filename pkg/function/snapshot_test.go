@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,4 +118,78 @@ func TestKeysOnlyListHoldsKeysAndIndexes(t *testing.T) {
 	assert.Equal(t, "Lease", list.Items[0].Kind)
 	assert.ErrorContains(t, snap.List(ctx, list, client.MatchingLabels{"a": "b"}), "holds only its keys")
 	assert.Error(t, snap.List(ctx, &coordinationv1.LeaseList{}), "not listable in full")
+}
+
+// An on-demand list is read only when a reconcile first lists the kind, then answers every later
+// list from what it holds: a kind confined to a namespace (or cluster-scoped) whole, once,
+// whatever namespace is asked; any other namespaced kind one namespace at a time. Gets of the
+// kind are not answered from it.
+func TestOnDemandListsWhenFirstAsked(t *testing.T) {
+	lease := func(ns, name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	var lists []string
+	gets := 0
+	c := fake.NewClientBuilder().WithScheme(scheme.Gardener).
+		WithObjects(lease("kube-system", "a"), lease("kube-system", "b"), lease("other", "c")).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				gets++
+				return c.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				lists = append(lists, (&client.ListOptions{}).ApplyOptions(opts).Namespace)
+				return c.List(ctx, list, opts...)
+			},
+		}).Build()
+	ctx := context.Background()
+
+	for _, tc := range []struct {
+		name string
+		list List
+		// ask are the namespaces the reconciles list in, one after the other.
+		ask []string
+		// listed are the namespaces of the LISTs sent; found how many objects each ask answers.
+		listed []string
+		found  []int
+	}{
+		{name: "confined to a namespace", list: List{Kind: leaseKind, Namespace: "kube-system", OnDemand: true},
+			ask: []string{"kube-system", "kube-system", "other"}, listed: []string{"kube-system", "other"}, found: []int{2, 2, 1}},
+		{name: "one namespace at a time", list: List{Kind: leaseKind, OnDemand: true},
+			ask: []string{"kube-system", "other", "kube-system"}, listed: []string{"kube-system", "other"}, found: []int{2, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lists, gets = nil, 0
+			snap := &snapshot{live: c, scheme: scheme.Gardener, related: map[schema.GroupKind]*listed{}}
+			snap.listOnDemand(tc.list, 100)
+			require.NoError(t, snap.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "a"}, &coordinationv1.Lease{}))
+			assert.Equal(t, 1, gets, "a Get goes to the API server")
+			assert.Empty(t, lists, "and lists nothing")
+			for i, ns := range tc.ask {
+				got := &coordinationv1.LeaseList{}
+				require.NoError(t, snap.List(ctx, got, client.InNamespace(ns)))
+				assert.Len(t, got.Items, tc.found[i], "ask %d in %s", i, ns)
+			}
+			assert.Equal(t, tc.listed, lists, "the second ask of a namespace lists nothing more (beyond a confined list's namespace: live)")
+		})
+	}
+
+	t.Run("a cluster-scoped kind", func(t *testing.T) {
+		lists = nil
+		nodes := fake.NewClientBuilder().WithScheme(scheme.Gardener).
+			WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}).
+			WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				lists = append(lists, "cluster")
+				return c.List(ctx, list, opts...)
+			}}).Build()
+		snap := &snapshot{live: nodes, scheme: scheme.Gardener, related: map[schema.GroupKind]*listed{}}
+		snap.listOnDemand(List{Kind: NewClusterKind(corev1.SchemeGroupVersion, "Node", "nodes"), OnDemand: true}, 100)
+		assert.Empty(t, lists, "nothing before the first ask")
+		for range 3 {
+			got := &corev1.NodeList{}
+			require.NoError(t, snap.List(ctx, got))
+			assert.Len(t, got.Items, 2)
+		}
+		assert.Equal(t, []string{"cluster"}, lists, "one LIST for the sweep")
+	})
 }

@@ -101,16 +101,18 @@ var Function = &function.Function{
 	Sweeps: []function.Sweep{
 		{
 			// Gardener requeues a Node that is not ready yet after the backoff; a stateless
-			// function looks at every tainted Node that often instead.
+			// function looks at every tainted Node that often instead. Only a tainted Node's
+			// reconcile reads the critical Pods and DaemonSets, so they are listed on demand:
+			// a shoot whose Nodes are all ready costs one LIST per tick. (Its CSINode, read by
+			// name and only where a pod waits for a driver, is a GET.)
 			Name: "recheck", Reconciler: CriticalComponents,
 			Period:  func(config any) time.Duration { return config.(*Config).CriticalComponentsBackoff },
 			Off:     func(config any) bool { return !config.(*Config).CriticalComponentsEnabled },
 			Primary: function.List{Kind: kinds.Node, Cluster: function.Target},
 			Related: []function.List{
-				{Kind: kinds.Pod, Cluster: function.Target, Namespace: metav1.NamespaceSystem, LabelSelector: criticalcomponents.CriticalSelector,
+				{Kind: kinds.Pod, Cluster: function.Target, Namespace: metav1.NamespaceSystem, LabelSelector: criticalcomponents.CriticalSelector, OnDemand: true,
 					Indexes: map[string]function.IndexFunc{criticalcomponents.PodNodeName: criticalcomponents.IndexPodNodeName}, Project: criticalcomponents.ProjectPod},
-				{Kind: kinds.DaemonSet, Cluster: function.Target, Namespace: metav1.NamespaceSystem, LabelSelector: criticalcomponents.CriticalSelector},
-				{Kind: kinds.CSINode, Cluster: function.Target},
+				{Kind: kinds.DaemonSet, Cluster: function.Target, Namespace: metav1.NamespaceSystem, LabelSelector: criticalcomponents.CriticalSelector, OnDemand: true},
 			},
 		},
 		{

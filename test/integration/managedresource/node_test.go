@@ -163,8 +163,9 @@ func TestNodeCriticalComponents(t *testing.T) {
 	assert.True(t, untainted(t, shootA, n.Name), "all ready: only the taint goes")
 }
 
-// A lost event: the sweep (every backoff) finds the tainted Node ready and removes the taint, with
-// one LIST of each kind; a sweep with nothing tainted writes nothing.
+// A lost event: the sweep (every backoff) finds the tainted Node ready and removes the taint. The
+// critical pods and DaemonSets are listed once a tainted Node is reconciled, a CSINode read only
+// where a pod waits for a driver; a sweep with nothing tainted lists the Nodes alone.
 func TestNodeCriticalComponentsSweep(t *testing.T) {
 	clearNodes(t, shootA)
 	h := functiontest.New(t, seed, node.Function, functiontest.WithTarget(shootA), functiontest.WithConfig(nodeConfig()))
@@ -172,19 +173,23 @@ func TestNodeCriticalComponentsSweep(t *testing.T) {
 	blocked := taintedNode(t, shootA, "worker-blocked")
 	setReady(t, shootA, criticalPod(t, shootA, "proxy-ready", ready.Name, nil, nil), true)
 	criticalPod(t, shootA, "proxy-blocked", blocked.Name, nil, nil)
+	waiting := taintedNode(t, shootA, "worker-waiting-for-csi")
+	setReady(t, shootA, criticalPod(t, shootA, "csi-waiting", waiting.Name, nil, map[string]string{"node.gardener.cloud/wait-for-csi-node-example": "csi.example.com"}), true)
 
 	h.TargetCounter.Reset()
 	h.Sweep("recheck")
 	assert.True(t, untainted(t, shootA, ready.Name))
 	assert.Contains(t, taints(t, shootA, blocked.Name), criticalTaint)
-	assert.Equal(t, 4, h.TargetCounter.Total("list"), "Nodes, critical pods, DaemonSets, CSINodes")
+	assert.Contains(t, taints(t, shootA, waiting.Name), criticalTaint, "no CSINode registers the driver")
+	assert.Equal(t, 3, h.TargetCounter.Total("list"), "Nodes; critical pods and DaemonSets once, for the three tainted Nodes")
 	assert.Equal(t, 1, h.TargetCounter.Total("patch"))
-	assert.Zero(t, h.TargetCounter.Total("get"), "no request per Node")
+	assert.Equal(t, 1, h.TargetCounter.Total("get"), "the one CSINode a pod waits for; no request per Node")
 
 	require.NoError(t, shootA.Client.Delete(context.Background(), blocked))
+	require.NoError(t, shootA.Client.Delete(context.Background(), waiting))
 	h.TargetCounter.Reset()
 	h.Sweep("recheck")
-	assert.Equal(t, 4, h.TargetCounter.Total(""), "nothing tainted: the LISTs alone")
+	assert.Equal(t, 1, h.TargetCounter.Total(""), "nothing tainted: the Nodes' LIST alone")
 }
 
 func delays(t testing.TB, shoot *testenv.Env) map[string]string {

@@ -228,7 +228,7 @@ func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*list
 	d.mu.Unlock()
 	if !ok {
 		l := d.list
-		l.Namespace = namespace // a confined list's own
+		l.Namespace = namespace // the one asked about, or a confined list's own
 		if n.held, n.err = listAll(ctx, s.live, s.scheme, l, d.pageSize); n.err != nil {
 			n.held = nil
 			d.mu.Lock()

@@ -84,7 +84,12 @@ func TestWorkerlessTenantIsLeftAlone(t *testing.T) {
 
 	critical := functiontest.New(t, seed, node.Function, functiontest.AsFunction(), functiontest.WithTenants())
 	tainted := taintedNode(t, shootB, "workerless-tainted")
+	t.Cleanup(func() { _ = shootB.Client.Delete(context.Background(), tainted) })
 	critical.SendTarget("add", tainted, tenantB)
+	// A tainted Node in tenant A too, so that each tenant the sweep reached would cost it every
+	// list it declares: the Nodes, and the critical pods and DaemonSets listed on demand.
+	clearNodes(t, shootA)
+	taintedNode(t, shootA, "with-workers-tainted")
 	critical.TargetCounter.Reset()
 	critical.Sweep("recheck")
 	assert.Contains(t, taints(t, shootB, tainted.Name), criticalTaint, "the workerless tenant's Node keeps its taint")

@@ -209,16 +209,22 @@ func (s *snapshot) listOnDemand(l List, pageSize int64) {
 	s.onDemand[l.Kind.GroupKind()] = &onDemand{list: l, pageSize: pageSize, listed: map[string]*listedNamespace{}}
 }
 
-// confined says the list reads one namespace or a cluster-scoped kind: it is listed whole, once.
-func (d *onDemand) confined() bool { return !d.list.Kind.Namespaced || d.list.Namespace != "" }
-
-// in is what the sweep holds of the kind in namespace (a confined kind: in its one namespace or
-// cluster-wide, whatever namespace is asked), listed on the first ask; concurrent asks wait for
-// it. A failed LIST is not remembered, so the next ask tries again.
-func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*listed, error) {
-	if d.confined() {
-		namespace = d.list.Namespace
+// namespaceFor is the namespace whose LIST answers a list of the kind in asked: a cluster-scoped
+// kind's whole list, a list confined to a namespace only within it, any other the namespace asked.
+// False: the sweep holds nothing that answers it, and it goes to the API server.
+func (d *onDemand) namespaceFor(asked string) (string, bool) {
+	switch {
+	case !d.list.Kind.Namespaced:
+		return "", true
+	case d.list.Namespace != "":
+		return d.list.Namespace, asked == d.list.Namespace
 	}
+	return asked, asked != ""
+}
+
+// in is what the sweep holds of the kind in namespace (namespaceFor), listed on the first ask;
+// concurrent asks wait for it. A failed LIST is not remembered, so the next ask tries again.
+func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*listed, error) {
 	d.mu.Lock()
 	n, ok := d.listed[namespace]
 	if !ok {
@@ -228,7 +234,7 @@ func (d *onDemand) in(ctx context.Context, s *snapshot, namespace string) (*list
 	d.mu.Unlock()
 	if !ok {
 		l := d.list
-		l.Namespace = namespace // the one asked about, or a confined list's own
+		l.Namespace = namespace
 		if n.held, n.err = listAll(ctx, s.live, s.scheme, l, d.pageSize); n.err != nil {
 			n.held = nil
 			d.mu.Lock()
@@ -343,9 +349,11 @@ func (s *snapshot) List(ctx context.Context, list client.ObjectList, opts ...cli
 	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	l := s.related[gk]
-	if d := s.onDemand[gk]; l == nil && d != nil && (d.confined() || o.Namespace != "") {
-		if l, err = d.in(ctx, s, o.Namespace); err != nil {
-			return err
+	if d := s.onDemand[gk]; l == nil && d != nil {
+		if namespace, ok := d.namespaceFor(o.Namespace); ok {
+			if l, err = d.in(ctx, s, namespace); err != nil {
+				return err
+			}
 		}
 	}
 	if l == nil {

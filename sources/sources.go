@@ -62,7 +62,8 @@ func SourceName(c function.Cluster) string {
 }
 
 // GardenMountPath is where config/ mounts a part's garden access (function.GardenAccessSecret)
-// into the functions that work on the garden and into the garden's source.
+// into the garden's source, an always-on pod (the functions, woken from zero, are given it as
+// environment: function.Config.GardenKubeconfigData).
 const GardenMountPath = "/var/run/secrets/gardener-knative/garden"
 
 // SourceImage is the cluster sources' image, as ko builds it.

@@ -160,13 +160,11 @@ func (p *Process) RESTConfigOf(kubeconfig string, opts ...ClientOption) (*rest.C
 	return p.restConfig(cfg, opts)
 }
 
-// ClientOf is an uncached, counted client of the cluster of a kubeconfig file (RESTConfigOf).
-func (p *Process) ClientOf(kubeconfig string, scheme *runtime.Scheme, opts ...ClientOption) (client.Client, error) {
-	restCfg, err := p.RESTConfigOf(kubeconfig, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return kube.NewClient(restCfg, scheme)
+// RESTConfigOfData is RESTConfigOf for a kubeconfig given as its content, not as a file.
+func (p *Process) RESTConfigOfData(kubeconfig []byte, opts ...ClientOption) (*rest.Config, error) {
+	cfg := p.Config.ClientConfig
+	cfg.KubeconfigData = kubeconfig
+	return p.restConfig(cfg, opts)
 }
 
 func (p *Process) client(cfg kube.ClientConfig, scheme *runtime.Scheme, opts []ClientOption) (client.Client, error) {

@@ -112,9 +112,9 @@ func grants(component, name string, subjects []rbacv1.Subject, rules []rbacv1.Po
 //
 // Its settings (docs/configuration.md) come from the optional ConfigMap <name>-settings, so
 // operators set them without editing generated files. A function deployed per seed serves every
-// shoot of the seed (MULTI_TENANT); one that works on the garden reads the garden's kubeconfig
+// shoot of the seed (MULTI_TENANT); one that works on the garden is given the garden's kubeconfig
 // from its part's Secret garden-access (function.GardenAccessSecret, key kubeconfig) and its
-// GardenInputs from keys of the same Secret, its Target being the cluster it runs in: the
+// GardenInputs from keys of the same Secret, all as environment variables, its Target being the cluster it runs in: the
 // revision does not start before the operator has created it. Every function is told its part's
 // namespace (function.NamespaceEnv).
 func KnativeService(fn *function.Function, part function.Part) (*unstructured.Unstructured, error) {
@@ -128,13 +128,14 @@ func KnativeService(fn *function.Function, part function.Part) (*unstructured.Un
 		// Every shoot of the seed, reached with the access Secrets of its namespace.
 		env = append(env, map[string]any{"name": "MULTI_TENANT", "value": "true"})
 	case fn.WorksOnGarden:
-		env = append(env, map[string]any{"name": "GARDEN_KUBECONFIG", "value": sources.GardenMountPath + "/kubeconfig"})
-		for _, name := range slices.Sorted(maps.Keys(fn.GardenInputs)) {
+		// As environment, not as a volume: the kubelet starts a pod's containers only once it has
+		// seen its volumes mounted, which it checks every 0.3 s (function.Config.GardenKubeconfigData).
+		inputs := map[string]string{function.GardenKubeconfigDataEnv: function.GardenAccessKubeconfigKey}
+		maps.Copy(inputs, fn.GardenInputs)
+		for _, name := range slices.Sorted(maps.Keys(inputs)) {
 			env = append(env, map[string]any{"name": name, "valueFrom": map[string]any{
-				"secretKeyRef": map[string]any{"name": function.GardenAccessSecret, "key": fn.GardenInputs[name]}}})
+				"secretKeyRef": map[string]any{"name": function.GardenAccessSecret, "key": inputs[name]}}})
 		}
-		container["volumeMounts"] = []any{map[string]any{"name": "garden", "mountPath": sources.GardenMountPath, "readOnly": true}}
-		podSpec["volumes"] = []any{map[string]any{"name": "garden", "secret": map[string]any{"secretName": function.GardenAccessSecret}}}
 	case fn.DeploymentMode() == function.SingleTarget:
 		// One target of its own is what GRM's classic per-shoot deployment has, not a part of a
 		// landscape: config/ reaches a second cluster only as the tenants of a seed or as the

@@ -362,9 +362,15 @@ type Function struct {
 }
 
 // GardenAccessSecret is the Secret an operator gives a part whose functions work on the garden:
-// the garden's kubeconfig (key kubeconfig) and the functions' GardenInputs, in the part's
-// namespace (docs/deployment.md, "Garden access").
-const GardenAccessSecret = "garden-access"
+// the garden's kubeconfig (key GardenAccessKubeconfigKey) and the functions' GardenInputs, in the
+// part's namespace (docs/deployment.md, "Garden access").
+const (
+	GardenAccessSecret        = "garden-access"
+	GardenAccessKubeconfigKey = "kubeconfig"
+	// GardenKubeconfigDataEnv is the environment variable config/ gives a function that works on
+	// the garden the kubeconfig in (Config.GardenKubeconfigData): no GardenInput may take it.
+	GardenKubeconfigDataEnv = "GARDEN_KUBECONFIG_DATA"
+)
 
 // RBACIn is what the function may do cluster-wide where part deploys it: RBAC, and its PartRBAC
 // for that part.
@@ -524,6 +530,9 @@ func (f *Function) Validate() error {
 	}
 	if !f.WorksOnGarden && (len(f.GardenInputs) > 0 || len(f.TargetRBAC) > 0 || len(f.NamespacedTargetRBAC) > 0) {
 		errs = append(errs, errors.New("garden inputs and Target RBAC: only a function that works on the garden has them"))
+	}
+	if _, taken := f.GardenInputs[GardenKubeconfigDataEnv]; taken {
+		errs = append(errs, fmt.Errorf("garden input %s: that variable holds the garden's kubeconfig", GardenKubeconfigDataEnv))
 	}
 	scoped := map[schema.GroupKind]bool{}
 	for _, sc := range f.Scopes {

@@ -2,12 +2,14 @@ package function
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
@@ -34,6 +36,12 @@ type Config struct {
 	// (Function.WorksOnGarden), as gardenlet's gardenClientConnection does; the cluster of
 	// KUBECONFIG (else the one it runs in) is then its Target, as gardenlet's seed.
 	GardenKubeconfig string `envconfig:"GARDEN_KUBECONFIG"`
+	// GardenKubeconfigData is the garden's kubeconfig itself, in place of GARDEN_KUBECONFIG's
+	// file: config/ passes it from the Secret garden-access as an environment variable, so that
+	// the pod of a function that works on the garden mounts no volume. The kubelet starts a pod's
+	// containers only after it has seen every volume mounted, which it checks every 0.3 s: a
+	// wake from zero of a pod with a volume starts that much later (docs/cluster.md).
+	GardenKubeconfigData string `envconfig:"GARDEN_KUBECONFIG_DATA"`
 	// MULTI_TENANT and the other tenant settings serve a function with a Target per seed.
 	clients.Tenancy
 	// TenantIdleConnTimeout closes a tenant's connections after that long without a request. A
@@ -97,7 +105,7 @@ type ComponentConfigs struct {
 func (c Config) ComponentConfigsOf() ComponentConfigs {
 	return ComponentConfigs{
 		ControllerManager: c.ControllerManagerConfig, ResourceManager: c.ResourceManagerConfig,
-		Role: componentconfig.RoleOf(c.MultiTenant, c.TargetKubeconfig != "" || c.GardenKubeconfig != ""),
+		Role: componentconfig.RoleOf(c.MultiTenant, c.TargetKubeconfig != "" || c.onGarden()),
 	}
 }
 
@@ -158,7 +166,7 @@ func Run(ctx context.Context, fn *Function) error {
 		}
 		sourceOpts = append(sourceOpts, rates.seed.Apply)
 	}
-	if cfg.GardenKubeconfig != "" {
+	if cfg.onGarden() {
 		return runOnGarden(ctx, fn, env, process, cfg)
 	}
 	if env.Source, err = process.SourceClient(scheme.Gardener, sourceOpts...); err != nil {
@@ -172,18 +180,55 @@ func Run(ctx context.Context, fn *Function) error {
 	return serve(ctx, fn, env, process, cfg)
 }
 
-// runOnGarden serves a function that works on the garden with GARDEN_KUBECONFIG as its Source
-// and, if it has a Target, the cluster of KUBECONFIG (else the one it runs in) as that.
+// onGarden says that the process is given the garden's kubeconfig, as a file or as its content.
+func (c Config) onGarden() bool { return c.GardenKubeconfig != "" || c.GardenKubeconfigData != "" }
+
+// gardenRESTConfig is the counted REST configuration of the garden of GARDEN_KUBECONFIG or
+// GARDEN_KUBECONFIG_DATA, which exclude each other. The first 401 Unauthorized the garden answers
+// stops the process (stop, with errGardenRefusedCredentials).
+func (c Config) gardenRESTConfig(process *bootstrap.Process, stop context.CancelCauseFunc) (*rest.Config, error) {
+	var garden *rest.Config
+	var err error
+	switch {
+	case c.GardenKubeconfig != "" && c.GardenKubeconfigData != "":
+		return nil, fmt.Errorf("both GARDEN_KUBECONFIG and GARDEN_KUBECONFIG_DATA are set: give the garden's kubeconfig one way")
+	case c.GardenKubeconfigData != "":
+		garden, err = process.RESTConfigOfData([]byte(c.GardenKubeconfigData))
+	default:
+		garden, err = process.RESTConfigOf(c.GardenKubeconfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kube.OnUnauthorized(garden, func() { stop(errGardenRefusedCredentials) })
+	return garden, nil
+}
+
+// errGardenRefusedCredentials ends a function whose garden no longer takes its credentials. The
+// function reads its garden kubeconfig once, when its container starts, and the kubelet resolves
+// the environment from the Secret garden-access at every start of a container: exiting is how a
+// pod that outlives an operator's rotation of that Secret takes the new kubeconfig, where serving
+// on would refuse every event until the pod went away.
+var errGardenRefusedCredentials = errors.New("the garden answered 401 Unauthorized: exiting, so that the container starts again with the current kubeconfig of the Secret " + GardenAccessSecret)
+
+// runOnGarden serves a function that works on the garden with the garden (GARDEN_KUBECONFIG or
+// GARDEN_KUBECONFIG_DATA) as its Source and, if it has a Target, the cluster of KUBECONFIG (else
+// the one it runs in) as that.
 func runOnGarden(ctx context.Context, fn *Function, env Env, process *bootstrap.Process, cfg Config) error {
 	if !fn.WorksOnGarden {
-		return fmt.Errorf("GARDEN_KUBECONFIG is set, but function %s does not work on the garden: its Source is the cluster of KUBECONFIG", fn.Name)
+		return fmt.Errorf("the garden's kubeconfig is set (GARDEN_KUBECONFIG or GARDEN_KUBECONFIG_DATA), but function %s does not work on the garden: its Source is the cluster of KUBECONFIG", fn.Name)
 	}
 	if cfg.MultiTenant || cfg.TargetKubeconfig != "" {
-		return fmt.Errorf("function %s works on the garden (GARDEN_KUBECONFIG): its Target is the cluster of KUBECONFIG, unset MULTI_TENANT and TARGET_KUBECONFIG", fn.Name)
+		return fmt.Errorf("function %s works on the garden: its Target is the cluster of KUBECONFIG, unset MULTI_TENANT and TARGET_KUBECONFIG", fn.Name)
 	}
-	var err error
-	if env.Source, err = process.ClientOf(cfg.GardenKubeconfig, scheme.Gardener); err != nil {
-		return fmt.Errorf("the garden (GARDEN_KUBECONFIG): %w", err)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	garden, err := cfg.gardenRESTConfig(process, stop)
+	if err != nil {
+		return fmt.Errorf("the garden: %w", err)
+	}
+	if env.Source, err = kube.NewClient(garden, scheme.Gardener); err != nil {
+		return fmt.Errorf("the garden: %w", err)
 	}
 	if slices.Contains(fn.Clusters(), Target) {
 		if env.TargetConfig, err = process.SourceRESTConfig(); err != nil {
@@ -193,7 +238,13 @@ func runOnGarden(ctx context.Context, fn *Function, env Env, process *bootstrap.
 			return err
 		}
 	}
-	return serve(ctx, fn, env, process, cfg)
+	if err := serve(ctx, fn, env, process, cfg); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, errGardenRefusedCredentials) {
+		return cause
+	}
+	return nil
 }
 
 func serve(ctx context.Context, fn *Function, env Env, process *bootstrap.Process, cfg Config) error {
@@ -201,7 +252,7 @@ func serve(ctx context.Context, fn *Function, env Env, process *bootstrap.Proces
 	if err != nil {
 		return err
 	}
-	process.Log.Info("configured", "config", env.Config, "mode", server.Mode(), "onGarden", cfg.GardenKubeconfig != "")
+	process.Log.Info("configured", "config", env.Config, "mode", server.Mode(), "onGarden", cfg.onGarden())
 	return process.Serve(ctx, server, bootstrap.ServeOptions{})
 }
 

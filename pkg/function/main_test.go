@@ -1,15 +1,24 @@
 package function
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
+	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -49,18 +58,20 @@ targetClientConnection:
 	assert.Equal(t, kube.Rate{QPS: 7, Burst: 9}, rates.shoot)
 }
 
-// GARDEN_KUBECONFIG makes the garden the Source of a function that works on it, and of no other;
-// its Target is then the cluster it runs in, which MULTI_TENANT or TARGET_KUBECONFIG would
-// contradict. Each is refused before anything is served.
-func TestGardenKubeconfigOnlyForTheGarden(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+const gardenKubeconfig = `apiVersion: v1
 kind: Config
 clusters: [{name: garden, cluster: {server: "https://garden.invalid"}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: garden, user: u}}]
 current-context: c
-`), 0o600))
+`
+
+// GARDEN_KUBECONFIG makes the garden the Source of a function that works on it, and of no other;
+// its Target is then the cluster it runs in, which MULTI_TENANT or TARGET_KUBECONFIG would
+// contradict. Each is refused before anything is served.
+func TestGardenKubeconfigOnlyForTheGarden(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(gardenKubeconfig), 0o600))
 	t.Setenv("KUBECONFIG", kubeconfig)
 	t.Setenv("GARDEN_KUBECONFIG", kubeconfig)
 	local := testFunction(&recorder{})
@@ -70,4 +81,58 @@ current-context: c
 	onGarden.WorksOnGarden = true
 	t.Setenv("TARGET_KUBECONFIG", kubeconfig)
 	assert.ErrorContains(t, Run(t.Context(), onGarden), "its Target is the cluster of KUBECONFIG")
+}
+
+// config/ gives a function that works on the garden the garden's kubeconfig itself, as an
+// environment variable from the Secret garden-access, so that its pod has no volume to wait for;
+// a file and a content at once are refused, whichever would win.
+func TestGardenKubeconfigAsContent(t *testing.T) {
+	gardenOf := func() (*rest.Config, error) {
+		var cfg Config
+		process, err := bootstrap.Start(&cfg)
+		require.NoError(t, err)
+		require.True(t, cfg.onGarden())
+		return cfg.gardenRESTConfig(process, func(error) {})
+	}
+	t.Setenv(GardenKubeconfigDataEnv, gardenKubeconfig)
+	garden, err := gardenOf()
+	require.NoError(t, err)
+	assert.Equal(t, "https://garden.invalid", garden.Host)
+	assert.Equal(t, "t", garden.BearerToken)
+	assert.Equal(t, float32(kube.DefaultQPS), garden.QPS, "the process's client settings apply to the garden's client")
+
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(file, []byte(gardenKubeconfig), 0o600))
+	t.Setenv("GARDEN_KUBECONFIG", file)
+	_, err = gardenOf()
+	assert.ErrorContains(t, err, "give the garden's kubeconfig one way")
+}
+
+// A function reads its garden kubeconfig when its container starts, so a garden that stops taking
+// its credentials (an operator rotated garden-access) ends the process: the kubelet starts the
+// container again with the Secret's current kubeconfig. Any other answer, a 403 included (the
+// identity lacks a right, which a restart would not give it), leaves it serving.
+func TestGardenRefusingCredentialsStopsTheFunction(t *testing.T) {
+	status := http.StatusForbidden
+	garden := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(garden.Close)
+	t.Setenv(GardenKubeconfigDataEnv, strings.Replace(gardenKubeconfig, "https://garden.invalid", garden.URL, 1))
+	var cfg Config
+	process, err := bootstrap.Start(&cfg)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancelCause(t.Context())
+	restCfg, err := cfg.gardenRESTConfig(process, stop)
+	require.NoError(t, err)
+	c, err := kube.NewClient(restCfg, scheme.Gardener)
+	require.NoError(t, err)
+
+	assert.Error(t, c.Get(ctx, client.ObjectKey{Name: "p"}, &gardencorev1beta1.Project{}))
+	require.NoError(t, ctx.Err(), "a 403 leaves the function serving")
+
+	status = http.StatusUnauthorized
+	assert.Error(t, c.Get(ctx, client.ObjectKey{Name: "p"}, &gardencorev1beta1.Project{}))
+	require.Error(t, ctx.Err())
+	assert.ErrorIs(t, context.Cause(ctx), errGardenRefusedCredentials)
 }

@@ -4,6 +4,7 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -15,6 +16,10 @@ import (
 type ClientConfig struct {
 	// Kubeconfig is a kubeconfig file; empty means the in-cluster configuration.
 	Kubeconfig string `envconfig:"KUBECONFIG"`
+	// KubeconfigData is a kubeconfig itself, read instead of a file where the process was given
+	// one that way (an environment variable from a Secret); set by the process, never from
+	// KUBECONFIG's environment.
+	KubeconfigData []byte `ignored:"true"`
 	// QPS and Burst bound the client's request rate. client-go's defaults (5/10) would
 	// throttle a sweep over thousands of objects.
 	QPS   float32 `envconfig:"KUBE_API_QPS" default:"50"`
@@ -32,8 +37,17 @@ const (
 // WithDefaultRate sets cfg's client-side rate limit to the functions' default.
 func WithDefaultRate(cfg *rest.Config) { cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst }
 
-// RESTConfig loads the REST configuration from the kubeconfig file, else from the cluster.
+// RESTConfig loads the REST configuration from KubeconfigData, else from the kubeconfig file,
+// else from the cluster.
 func (c ClientConfig) RESTConfig() (*rest.Config, error) {
+	if len(c.KubeconfigData) > 0 {
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(c.KubeconfigData)
+		if err != nil {
+			return nil, fmt.Errorf("loading kube client configuration from a kubeconfig's content: %w", err)
+		}
+		cfg.QPS, cfg.Burst = c.QPS, c.Burst
+		return cfg, nil
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading kube client configuration (KUBECONFIG=%q): %w", c.Kubeconfig, err)
@@ -50,4 +64,18 @@ func NewClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client, error) 
 		return nil, fmt.Errorf("creating API client: %w", err)
 	}
 	return c, nil
+}
+
+// OnUnauthorized makes cfg's client call refused whenever the API server answers 401
+// Unauthorized: it no longer takes the credentials the client was built with.
+func OnUnauthorized(cfg *rest.Config, refused func()) {
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if err == nil && resp.StatusCode == http.StatusUnauthorized {
+				refused()
+			}
+			return resp, err
+		})
+	})
 }

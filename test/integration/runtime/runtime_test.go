@@ -1,6 +1,7 @@
 // Package runtime_test proves the runtime's guarantees against a real kube-apiserver: every
 // write path keeps fields our API types do not know, a write based on a stale read conflicts,
-// and duplicated, reordered and dropped events converge after one sweep.
+// duplicated, reordered and dropped events converge after one sweep, and a function whose garden
+// refuses its credentials exits to take the current ones.
 package runtime_test
 
 import (

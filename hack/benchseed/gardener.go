@@ -14,7 +14,6 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // Gardener's resource managers reach the seed as this user, and their shoot as gardenlet has
@@ -37,12 +37,11 @@ func (r *run) accessKubeconfig(ctx context.Context, ns string, sh *shoot, path s
 	if err := r.seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.DefaultAccessSecret}, secret); err != nil {
 		return err
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["shoot"] = &clientcmdapi.Cluster{Server: sh.env.Config.Host, CertificateAuthorityData: sh.env.Config.CAData}
-	kc.AuthInfos["shoot"] = &clientcmdapi.AuthInfo{Token: string(secret.Data["token"])}
-	kc.Contexts["shoot"] = &clientcmdapi.Context{Cluster: "shoot", AuthInfo: "shoot"}
-	kc.CurrentContext = "shoot"
-	return clientcmd.WriteToFile(*kc, path)
+	kubeconfig, err := testenv.Kubeconfig("shoot", sh.env.Config, &clientcmdapi.AuthInfo{Token: string(secret.Data["token"])})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
 }
 
 // gardenerConfig is a shoot's resource manager's configuration as gardenlet v1.150 writes it

@@ -94,10 +94,16 @@ func EnrollShoot(ctx context.Context, seed client.Client, t tenant.Name, shoot *
 // GenericTokenKubeconfig is Gardener's generic token kubeconfig for a shoot: its kube-apiserver
 // with its CA, and a token file that only the shoot's pods mount.
 func GenericTokenKubeconfig(contextName string, cfg *rest.Config) ([]byte, error) {
+	return Kubeconfig(contextName, cfg, &clientcmdapi.AuthInfo{TokenFile: "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/token"})
+}
+
+// Kubeconfig is a kubeconfig whose one cluster (cfg's server and CA), user and context are all
+// named name.
+func Kubeconfig(name string, cfg *rest.Config, user *clientcmdapi.AuthInfo) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[contextName] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[contextName] = &clientcmdapi.AuthInfo{TokenFile: "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/token"}
-	kc.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName}
-	kc.CurrentContext = contextName
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = user
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
 	return clientcmd.Write(*kc)
 }

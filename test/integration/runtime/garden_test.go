@@ -17,13 +17,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // A function that works on the garden reads the kubeconfig config/ gives it (GARDEN_KUBECONFIG_DATA,
@@ -40,19 +40,14 @@ func TestFunctionExitsWhenTheGardenRefusesItsCredentials(t *testing.T) {
 	token := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	require.NoError(t, env.Client.SubResource("token").Create(ctx, sa, token))
 
-	kubeconfig := clientcmdapi.NewConfig()
-	kubeconfig.Clusters["garden"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kubeconfig.AuthInfos["garden"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
-	kubeconfig.Contexts["garden"] = &clientcmdapi.Context{Cluster: "garden", AuthInfo: "garden"}
-	kubeconfig.CurrentContext = "garden"
-	data, err := clientcmd.Write(*kubeconfig)
+	kubeconfig, err := testenv.Kubeconfig("garden", env.Config, &clientcmdapi.AuthInfo{Token: token.Status.Token})
 	require.NoError(t, err)
 
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := listener.Addr().(*net.TCPAddr).Port
 	require.NoError(t, listener.Close())
-	t.Setenv(function.GardenKubeconfigDataEnv, string(data))
+	t.Setenv(function.GardenKubeconfigDataEnv, string(kubeconfig))
 	t.Setenv("PORT", strconv.Itoa(port))
 	t.Setenv("SHUTDOWN_TIMEOUT", "1s")
 	t.Setenv("KUBECONFIG", "")

@@ -357,7 +357,7 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 		role.Rules = WatchRules(kinds)
 	case c == function.Garden:
 		role = nil
-		env = append(env, corev1.EnvVar{Name: "GARDEN_KUBECONFIG", Value: GardenMountPath + "/kubeconfig"})
+		env = append(env, corev1.EnvVar{Name: "GARDEN_KUBECONFIG", Value: GardenMountPath + "/" + function.GardenAccessKubeconfigKey})
 		volumes = []corev1.Volume{{Name: "garden", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: function.GardenAccessSecret}}}}
 		mounts = []corev1.VolumeMount{{Name: "garden", MountPath: GardenMountPath, ReadOnly: true}}
 	case mode == function.PerSeed:

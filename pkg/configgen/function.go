@@ -112,10 +112,11 @@ func grants(component, name string, subjects []rbacv1.Subject, rules []rbacv1.Po
 //
 // Its settings (docs/configuration.md) come from the optional ConfigMap <name>-settings, so
 // operators set them without editing generated files. A function deployed per seed serves every
-// shoot of the seed (MULTI_TENANT); one that works on the garden is given the garden's kubeconfig
-// from its part's Secret garden-access (function.GardenAccessSecret, key kubeconfig) and its
-// GardenInputs from keys of the same Secret, all as environment variables, its Target being the cluster it runs in: the
-// revision does not start before the operator has created it. Every function is told its part's
+// shoot of the seed (MULTI_TENANT); one that works on the garden is given the garden's
+// kubeconfig from its part's Secret garden-access (function.GardenAccessSecret, key
+// function.GardenAccessKubeconfigKey) and its GardenInputs from keys of the same Secret, all as
+// environment variables, its Target being the cluster it runs in: the revision does not start
+// before the operator has created it. Every function is told its part's
 // namespace (function.NamespaceEnv).
 func KnativeService(fn *function.Function, part function.Part) (*unstructured.Unstructured, error) {
 	svc := knativeService(part.Namespace(), fn.Name, "functions/"+fn.Name, runsAs(fn))

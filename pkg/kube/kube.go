@@ -40,16 +40,13 @@ func WithDefaultRate(cfg *rest.Config) { cfg.QPS, cfg.Burst = DefaultQPS, Defaul
 // RESTConfig loads the REST configuration from KubeconfigData, else from the kubeconfig file,
 // else from the cluster.
 func (c ClientConfig) RESTConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if len(c.KubeconfigData) > 0 {
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(c.KubeconfigData)
-		if err != nil {
+		if cfg, err = clientcmd.RESTConfigFromKubeConfig(c.KubeconfigData); err != nil {
 			return nil, fmt.Errorf("loading kube client configuration from a kubeconfig's content: %w", err)
 		}
-		cfg.QPS, cfg.Burst = c.QPS, c.Burst
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
+	} else if cfg, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading kube client configuration (KUBECONFIG=%q): %w", c.Kubeconfig, err)
 	}
 	cfg.QPS, cfg.Burst = c.QPS, c.Burst

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
@@ -350,6 +351,7 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 		ObjectMeta: clusterObjectMeta("eventing", ClusterScopedName(namespace, name)),
 	}
+	var tenantRole *rbacv1.ClusterRole
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
 	switch {
@@ -362,11 +364,15 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 		mounts = []corev1.VolumeMount{{Name: "garden", MountPath: GardenMountPath, ReadOnly: true}}
 	case mode == function.PerSeed:
 		env = append(env, corev1.EnvVar{Name: "MULTI_TENANT", Value: "true"})
-		role.Rules = []rbacv1.PolicyRule{
-			// The tenants: the seed's Clusters, and each tenant's access Secrets.
-			{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		// The tenants: the seed's Clusters; each tenant's access Secrets in enrolled tenants'
+		// namespaces only (bound there by the enrolment).
+		role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}}}
+		tenantRole = &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: clusterObjectMeta("eventing", ClusterScopedName(namespace, name+":tenant")),
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 		}
+		tenantRole.Labels[access.RoleLabel] = name
 	default:
 		// Single target: its kubeconfig from the Secret target-clusters-target; nothing to do
 		// in the seed.
@@ -383,6 +389,9 @@ func clusterSource(namespace string, c function.Cluster, watches []watchedResour
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
 		})
+	}
+	if tenantRole != nil {
+		objs = append(objs, tenantRole)
 	}
 	source := &sourcesv1.ContainerSource{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcesv1.SchemeGroupVersion.String(), Kind: "ContainerSource"},

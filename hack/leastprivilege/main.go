@@ -354,7 +354,7 @@ func webhookServers(dir string) ([]server, error) {
 }
 
 // grantsOf expands the function's rules into single permissions, as the suites serve it: in its
-// home part's namespace (functiontest.AsFunction). A function that works on the garden is served
+// home part's namespace (functiontest.AsFunction), its TenantRBAC in the tenants'. A function that works on the garden is served
 // with its TargetRBAC too where one cluster is its garden and where it runs (seed mode), but for
 // a rule of every verb: what may be anything (gardenlet installing whatever a chart holds) is no
 // least privilege to check, and the suites serve that Target as its administrator.
@@ -363,6 +363,10 @@ func grantsOf(fn *function.Function) []permission {
 	for ns, rules := range fn.NamespacedRBAC {
 		grants = append(grants, expand(rules, function.NamespaceOf(ns, fn.HomePart()))...)
 	}
+	// Its TenantRBAC is bound in every enrolled tenant's namespace (and cluster-wide where a suite
+	// serves it one target): a grant of any namespace here, whose confinement to the enrolled
+	// tenants test/config's TestSecretsOnlyInEnrolledTenants checks.
+	grants = append(grants, expand(fn.TenantRBAC, "")...)
 	for _, r := range fn.TargetRBAC {
 		if !slices.Contains(r.Verbs, rbacv1.VerbAll) {
 			grants = append(grants, expand([]rbacv1.PolicyRule{r}, "")...)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -64,9 +65,30 @@ func rbacObjects(fn *function.Function, part function.Part, rules []rbacv1.Polic
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: meta(fn.Name, fn.Name, part.Namespace()),
 	}
-	return append([]client.Object{sa}, grants(fn.Name, sources.ClusterScopedName(part.Namespace(), fn.Name),
+	objs := append([]client.Object{sa}, grants(fn.Name, sources.ClusterScopedName(part.Namespace(), fn.Name),
 		[]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fn.Name, Namespace: part.Namespace()}},
 		rules, namespaced, func(namespace string) string { return function.NamespaceOf(namespace, part) })...)
+	if len(fn.TenantRBAC) > 0 {
+		objs = append(objs, TenantRole(fn.Name, TenantRoleName(fn), fn.TenantRBAC))
+	}
+	return objs
+}
+
+// TenantRoleName is the name of fn's ClusterRole of its TenantRBAC.
+func TenantRoleName(fn *function.Function) string {
+	return sources.ClusterScopedName(fn.HomePart().Namespace(), fn.Name+":tenant")
+}
+
+// TenantRole is a ClusterRole of rules that ServiceAccount serviceAccount holds only in enrolled
+// tenants' namespaces: bound in each by the enrolment (pkg/tenant/access), nowhere else.
+func TenantRole(serviceAccount, name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: meta(serviceAccount, name, ""),
+		Rules:      rules,
+	}
+	role.Labels[access.RoleLabel] = serviceAccount
+	return role
 }
 
 // grants give subjects rules cluster-wide (a ClusterRole and its binding, named name) and in

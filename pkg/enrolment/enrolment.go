@@ -16,16 +16,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,7 +37,9 @@ import (
 	"github.com/gardener-knative/gardener-knative/config"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/webhooks"
 )
@@ -60,11 +60,17 @@ type Options struct {
 	ScaleToZero bool
 	// OptIn names webhooks of config/shoot-opt-in/ to register too (e.g. endpoint-slice-hints).
 	OptIn []string
+	// Key signs the tenant's proof in every url (pkg/tenantproof). Enrol defaults it to the
+	// signing key of the servers' namespace, making the first key of the seed when there is none.
+	Key tenantproof.Key
 }
 
 // Registrations are the webhook registrations of a tenant: those of config/shoot/ (and the named
 // opt-in ones) whose webhook applies to a tenant with settings, at the tenant's path.
 func Registrations(t tenant.Name, settings *tenant.Settings, opts Options) ([]client.Object, error) {
+	if opts.Key.IsZero() {
+		return nil, tenantproof.ErrNoKey
+	}
 	files, err := templates(opts)
 	if err != nil {
 		return nil, err
@@ -178,35 +184,13 @@ func forTenant(obj client.Object, t tenant.Name, opts Options) error {
 		if cc.URL == nil {
 			return errors.New("a webhook has no url")
 		}
-		u, err := TenantURL(*cc.URL, t, opts.Server)
+		u, err := tenantproof.URL(*cc.URL, t, opts.Key, opts.Server)
 		if err != nil {
 			return err
 		}
 		cc.URL, cc.CABundle = &u, opts.CABundle
 	}
 	return nil
-}
-
-// TenantURL is a template's url at the tenant's path: its first path segment (the template's
-// placeholder tenant) replaced by t, and its scheme and host by server's when set.
-func TenantURL(template string, t tenant.Name, server string) (string, error) {
-	u, err := url.Parse(template)
-	if err != nil {
-		return "", err
-	}
-	_, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix)
-	if !ok {
-		return "", fmt.Errorf("the url %s addresses no tenant", template)
-	}
-	u.Path = "/" + string(t) + rest
-	if server != "" {
-		s, err := url.Parse(server)
-		if err != nil || s.Host == "" {
-			return "", fmt.Errorf("server %q is no URL", server)
-		}
-		u.Scheme, u.Host = s.Scheme, s.Host
-	}
-	return u.String(), nil
 }
 
 // AuthorizerKubeconfig is the file the tenant's kube-apiserver authorizes gardener-node-agents
@@ -216,6 +200,9 @@ func TenantURL(template string, t tenant.Name, server string) (string, error) {
 func AuthorizerKubeconfig(t tenant.Name, settings *tenant.Settings, opts Options) ([]byte, error) {
 	if c, ok := constructor("node-agent-authorizer"); ok && c.AppliesTo != nil && !c.AppliesTo(settings) {
 		return nil, nil
+	}
+	if opts.Key.IsZero() {
+		return nil, tenantproof.ErrNoKey
 	}
 	example, err := fs.ReadFile(config.Shoot, "shoot/authorization-webhook.kubeconfig.example")
 	if err != nil {
@@ -228,24 +215,12 @@ func AuthorizerKubeconfig(t tenant.Name, settings *tenant.Settings, opts Options
 		return nil, err
 	}
 	for _, c := range kc.Clusters {
-		if c.Server, err = TenantURL(c.Server, t, opts.Server); err != nil {
+		if c.Server, err = tenantproof.URL(c.Server, t, opts.Key, opts.Server); err != nil {
 			return nil, err
 		}
 		c.CertificateAuthorityData = opts.CABundle
 	}
 	return clientcmd.Write(*kc)
-}
-
-// TenantAccess is the RoleBinding in the tenant's namespace of the seed that lets the webhook
-// servers read its access Secrets (docs/deployment.md): without it, the tenant is unknown.
-func TenantAccess(t tenant.Name, serviceAccountNamespace string) *rbacv1.RoleBinding {
-	const name = "gardener-knative:grm-webhooks-tenant-access"
-	return &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: string(t), Name: name, Labels: tenant.RegistrationLabels},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: serviceAccountNamespace, Name: "grm-webhooks"}},
-	}
 }
 
 // Apply creates or updates objs in c and deletes the registrations of ours (tenant.RegistrationLabels) there that
@@ -319,8 +294,9 @@ type Result struct {
 	AuthorizerKubeconfig []byte
 }
 
-// Enrol enrols tenant t with the seed's webhook servers (in namespace serversNamespace): their
-// access to the tenant's namespace in the seed (TenantAccess), then the registrations that apply
+// Enrol enrols tenant t with the seed's webhook servers and functions (in namespace
+// serversNamespace): their access to the tenant's namespace in the seed (a RoleBinding there of
+// every tenant role of config/seed/, pkg/tenant/access), then the registrations that apply
 // to its shoot, read and applied as the servers do: the tenant's settings from its Cluster, the
 // shoot reached with the tenant's own access Secrets (the shoot's gardener-resource-manager).
 //
@@ -328,8 +304,7 @@ type Result struct {
 // seed's functions and webhook servers serve the tenant, within the servers' unknown-tenant TTL
 // (10 s) and the sources' discovery interval (docs/cutover.md).
 func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamespace string, opts Options) (*Result, error) {
-	access := TenantAccess(t, serversNamespace)
-	if err := apply(ctx, seed, access); err != nil {
+	if _, err := access.Bind(ctx, seed, t, serversNamespace); err != nil {
 		return nil, fmt.Errorf("tenant access in the seed: %w", err)
 	}
 	if err := markEnrolled(ctx, seed, t, true); err != nil {
@@ -353,6 +328,11 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	}
 	if opts.CABundle == nil {
 		opts.CABundle = bundles.Ingress
+	}
+	if opts.Key.IsZero() {
+		if opts.Key, err = tenantproof.SigningKey(ctx, seed, serversNamespace, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	objs, err := Registrations(t, settings, opts)
 	if err != nil {
@@ -393,10 +373,10 @@ func bundlesOf(ctx context.Context, seed client.Reader, namespace string) (webho
 
 // Unenrol hands tenant t back to gardenlet's own resource manager: the registrations of ours are
 // deleted from its shoot (reached while it is still enrolled), then the label is removed from
-// its Cluster, and last the servers' access to its namespace. The functions and webhooks stop
+// its Cluster, and last our identities' access to its namespace. The functions and webhooks stop
 // serving it within the discovery interval of the sources and TENANT_CACHE_TTL of the processes
 // that had its client (docs/cutover.md). It returns what it deleted from the shoot.
-func Unenrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamespace string) ([]string, error) {
+func Unenrol(ctx context.Context, seed client.Client, t tenant.Name) ([]string, error) {
 	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme, SharedMapper: seed.RESTMapper()})
 	if err != nil {
 		return nil, err
@@ -414,7 +394,7 @@ func Unenrol(ctx context.Context, seed client.Client, t tenant.Name, serversName
 	if err := markEnrolled(ctx, seed, t, false); err != nil {
 		return nil, err
 	}
-	if err := seed.Delete(ctx, TenantAccess(t, serversNamespace)); client.IgnoreNotFound(err) != nil {
+	if err := access.Unbind(ctx, seed, t); err != nil {
 		return nil, fmt.Errorf("tenant access in the seed: %w", err)
 	}
 	return deleted, nil

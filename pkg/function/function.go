@@ -257,8 +257,11 @@ type List struct {
 	// PerTenant lists a namespaced Source kind only where the sweep runs per tenant, confined to
 	// the tenant's namespace (the Secrets of a shoot's ManagedResources: one LIST per tenant
 	// instead of a GET per ManagedResource). A sweep that runs once (seed mode, a single target)
-	// does not list it, since that would read the kind in every namespace of the cluster: its
-	// reads go to the API server, once per object and sweep.
+	// does not list such a related kind, since that would read the kind in every namespace of the
+	// cluster: its reads go to the API server, once per object and sweep. A primary list per
+	// tenant makes the sweep run per tenant per seed, though it lists no Target kind (the token
+	// requestor's Secrets: it may read no namespace but the enrolled tenants', TenantRBAC), and
+	// is listed whole where the sweep runs once.
 	PerTenant bool
 	// OnDemand lists the kind the first time a reconcile of the sweep lists it, and holds it for
 	// the sweep's later lists: a sweep whose reconciles seldom need the kind lists it only then
@@ -323,6 +326,12 @@ type Function struct {
 	// PartRBAC is what it may do only where one of its Parts deploys it, beside RBAC (e.g. read
 	// the seed's tenants, which a runtime cluster does not have): RBACIn.
 	PartRBAC map[Part][]rbacv1.PolicyRule
+	// TenantRBAC is what a function deployed per seed may do only in the seed namespaces of
+	// enrolled tenants (their access Secrets, the Secrets of their ManagedResources): a
+	// ClusterRole gardener-knative:<name>:tenant labelled for its ServiceAccount, which the
+	// enrolment binds in each tenant's namespace and unbinds when it hands the shoot back
+	// (pkg/tenant/access), so that no namespace of the seed that is not enrolled is readable.
+	TenantRBAC []rbacv1.PolicyRule
 	// Parts are the parts of config/ that deploy the function, where Gardener runs the component
 	// it stands in for: one, but for what every part needs (the webhook servers' certificates).
 	Parts       []Part
@@ -524,6 +533,9 @@ func (f *Function) Validate() error {
 				errs = append(errs, fmt.Errorf("namespaced RBAC for %q: %s", namespace, msg))
 			}
 		}
+	}
+	if len(f.TenantRBAC) > 0 && f.DeploymentMode() != PerSeed {
+		errs = append(errs, errors.New("tenant RBAC: only a function deployed per seed has tenants"))
 	}
 	if len(f.Reconcilers) == 0 {
 		errs = append(errs, errors.New("no reconcilers"))

@@ -155,7 +155,7 @@ func (s *Server) sweep(ctx context.Context, sweep Sweep, ticks int) (err error) 
 		defer s.releaseMemory()
 	}
 	var result sweepResult
-	if s.targets != nil && s.targets.mode == PerSeed && listsTarget(sweep) {
+	if s.targets != nil && s.targets.mode == PerSeed && runsPerTenant(sweep) {
 		result, err = s.sweepTenants(ctx, sweep)
 	} else {
 		result, err = s.sweepOnce(ctx, sweep, "")
@@ -179,7 +179,12 @@ func (r *sweepResult) add(o sweepResult) {
 	r.tenants += o.tenants
 }
 
-func listsTarget(sweep Sweep) bool {
+// runsPerTenant tells a sweep that runs once per tenant per seed: one that lists a Target kind,
+// or its primary kind per tenant.
+func runsPerTenant(sweep Sweep) bool {
+	if sweep.Primary.PerTenant {
+		return true
+	}
 	for _, l := range append([]List{sweep.Primary}, sweep.Related...) {
 		if clusterOrSource(l.Cluster) == Target {
 			return true

@@ -4,6 +4,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -41,7 +42,35 @@ type Options struct {
 	Ready func(net.Addr)
 	// Profiling serves Go's profiles at /debug/pprof/ beside the other routes.
 	Profiling bool
+	// ReadTimeout bounds reading a whole request, its body included, from its first byte: a
+	// caller that sends its body slowly holds a connection and what the handler set aside for it
+	// no longer than that. It does not cut a handler that runs longer once the body is read.
+	// Zero: DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its header to the end of its response (the
+	// body's reading and the handler included); the connection is closed when it passes. Zero:
+	// none, for servers whose handlers bound themselves and may answer late (a function's sweep
+	// answers after up to SWEEP_TIMEOUT); a webhook server sets its own.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its next request. Zero:
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
+
+const (
+	// DefaultReadTimeout is Options.ReadTimeout when unset: a CloudEvent's or an AdmissionReview's
+	// body of a few MiB takes milliseconds inside a cluster; a minute cuts only a stalled one.
+	DefaultReadTimeout = time.Minute
+	// DefaultIdleTimeout is Options.IdleTimeout when unset: longer than the 90 s after which Go's
+	// and client-go's transports (the kube-apiserver's, Knative's queue-proxy's) close their idle
+	// connections, so that the caller, not the server, closes an idle connection: a server that
+	// closes one just as the caller sends on it fails that request ("http: server closed idle
+	// connection"), which a kube-apiserver does not retry. Unset, the server would take
+	// ReadTimeout instead.
+	DefaultIdleTimeout = 2 * time.Minute
+	// readHeaderTimeout bounds reading a request's header.
+	readHeaderTimeout = 10 * time.Second
+)
 
 // Run serves app's routes, /healthz, /readyz and /metrics until ctx ends, then shuts down
 // gracefully. attrs are logged with the "serving" line.
@@ -73,6 +102,7 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 			tls  *tls.Config
 		}{{opts.Addr, nil}, {opts.TLSAddr, opts.TLSConfig}}
 	}
+	readTimeout, idleTimeout := cmp.Or(opts.ReadTimeout, DefaultReadTimeout), cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
 	// The standard library's own complaints (e.g. failed TLS handshakes) become structured too.
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	served := make(chan error, len(listeners))
@@ -89,7 +119,11 @@ func Run(ctx context.Context, opts Options, app *http.ServeMux, gatherer prometh
 		if l.tls != nil {
 			listener = tls.NewListener(listener, l.tls)
 		}
-		server := &http.Server{Handler: closingWhile(&shuttingDown, app), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog}
+		server := &http.Server{
+			Handler: closingWhile(&shuttingDown, app), ErrorLog: errorLog,
+			ReadHeaderTimeout: min(readHeaderTimeout, readTimeout), ReadTimeout: readTimeout,
+			WriteTimeout: opts.WriteTimeout, IdleTimeout: idleTimeout,
+		}
 		servers = append(servers, server)
 		go func() { served <- server.Serve(listener) }()
 		log.Info("serving", append([]any{"address", listener.Addr().String(), "tls", l.tls != nil}, attrs...)...)

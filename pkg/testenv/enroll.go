@@ -20,8 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
 )
+
+// OurNamespace is where the seed part's identities live (function.SeedNamespace, which this
+// package cannot import: the runtime's own tests use it).
+const OurNamespace = "gardener-knative"
 
 // Enroll does in the seed and the shoot what gardenlet does for a shoot's
 // gardener-resource-manager, so that the tenant t (the shoot's control-plane namespace) can be
@@ -30,7 +35,8 @@ import (
 // generic token kubeconfig, that kubeconfig (the shoot's server and CA, a token file) and the
 // access Secret holding the ServiceAccount's token (valid for a day). The Cluster holds
 // tenanttest.Shoot(t) and its Seed, and is labelled enrolled with this project
-// (tenant.EnrolledLabel, as pkg/enrolment labels it); EnrollShoot enrolls another Shoot.
+// (tenant.EnrolledLabel, as pkg/enrolment labels it), and our identities' tenant roles are bound
+// in t (pkg/tenant/access, as the enrolment binds them); EnrollShoot enrolls another Shoot.
 func Enroll(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env) error {
 	return EnrollShoot(ctx, seed, t, shoot, nil)
 }
@@ -56,6 +62,10 @@ func EnrollShoot(ctx context.Context, seed client.Client, t tenant.Name, shoot *
 
 	ns := string(t)
 	if err := seed.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// As the enrolment: our identities' tenant roles, bound in the tenant's namespace.
+	if _, err := access.Bind(ctx, seed, t, OurNamespace); err != nil {
 		return err
 	}
 	kubeconfigName := v1beta1constants.SecretNameGenericTokenKubeconfig + "-0123abcd"

@@ -19,6 +19,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 )
 
 // Config is the webhook server's configuration, read from the environment (see
@@ -46,16 +47,21 @@ type Config struct {
 	Webhooks       []string      `envconfig:"WEBHOOKS"`
 	RequestTimeout time.Duration `envconfig:"REQUEST_TIMEOUT" default:"10s"`
 	Tenancy
+	// MAX_REQUEST_BYTES, TENANT_MAX_IN_FLIGHT, TENANT_MAX_BYTES_IN_FLIGHT, MAX_BYTES_IN_FLIGHT,
+	// READ_TIMEOUT, WRITE_TIMEOUT and IDLE_TIMEOUT: each tenant's share of the server.
+	Fairness
 }
 
 // Tenancy configures the multi-tenant mode: one server per seed for the seed and every shoot
 // control plane on it (docs/webhooks.md).
 type Tenancy struct {
-	// MULTI_TENANT also serves every webhook at /<shoot control-plane namespace>/<path>, for the
-	// shoot whose access Secrets that namespace holds; the same settings as the functions'.
+	// MULTI_TENANT also serves every webhook at /<shoot control-plane namespace>.<proof>/<path>,
+	// for the shoot whose access Secrets that namespace holds; the same settings as the
+	// functions'.
 	clients.Tenancy
-	// ClientCAFile authenticates the callers of tenant paths by client certificate.
-	ClientCAFile string `envconfig:"CLIENT_CA_FILE"`
+	// Namespace is the servers' namespace, whose Secret tenantproof.SecretName holds the keys
+	// that the tenants' proofs are verified with.
+	Namespace string `envconfig:"GARDENER_KNATIVE_NAMESPACE" default:"gardener-knative"`
 }
 
 // GCPercent is a webhook server's GOGC unless its environment sets one. A request allocates
@@ -113,7 +119,9 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		}
 	}
 	var tenants *clients.Clients
+	var proofs *tenantproof.Ring
 	if cfg.MultiTenant {
+		proofs = tenantproof.NewRing(source, cfg.Namespace, clock.RealClock{})
 		if tenants, err = clients.New(clients.Options{
 			Seed: source, Scheme: kubernetesscheme.Scheme, AccessSecret: cfg.TenantAccessSecret,
 			// Kubernetes' own kinds map alike in every cluster: the seed's discovery serves all
@@ -148,7 +156,8 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
 		RequestTimeout: cfg.RequestTimeout, ShutdownTimeout: cfg.ShutdownTimeout, DrainDelay: drainDelay,
 		Ready: ready, Profiling: cfg.EnableProfiling,
-		Tenants: tenants, TenantPrefix: cfg.TenantPrefix, ClientCAFile: cfg.ClientCAFile,
+		Tenants: tenants, TenantPrefix: cfg.TenantPrefix, Proofs: proofs,
+		Fairness: cfg.Fairness,
 	}, webhooks, process.Registry, log)
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 )
 
 // overheadPod is a Deployment's pod as a kube-apiserver sends it for admission: labels, an
@@ -96,13 +97,13 @@ func controllerRuntimeFloor(path string, mutate func(*corev1.Pod)) http.Handler 
 }
 
 // ours is the path in this project's server (routes), for the same mutation through Mutator.
-func ours(path string, mutate func(*corev1.Pod), tenants *clients.Clients) http.Handler {
+func ours(path string, mutate func(*corev1.Pod), tenants *clients.Clients, proofs *tenantproof.Ring) http.Handler {
 	log := slog.New(slog.DiscardHandler)
 	wh := Admission("overhead", path, Mutator(func() *corev1.Pod { return &corev1.Pod{} }, func(_ context.Context, _ admission.Request, pod *corev1.Pod) error {
 		mutate(pod)
 		return nil
 	}), log)
-	mux, _ := routes(ServeOptions{RequestTimeout: 10 * time.Second, Tenants: tenants}, []Webhook{wh}, newServerMetrics(prometheus.NewRegistry()), log)
+	mux, _ := routes(ServeOptions{RequestTimeout: 10 * time.Second, Tenants: tenants, Proofs: proofs}, []Webhook{wh}, newServerMetrics(prometheus.NewRegistry()), log)
 	return mux
 }
 
@@ -144,22 +145,25 @@ func patchOps(t *testing.T, patch []byte) []jsonpatch.Operation {
 	return ops
 }
 
-func overheadTenants(tb testing.TB) *clients.Clients {
-	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(tb, "https://127.0.0.1:1", newPKI(tb).pem, "shoot--p--a"), Scheme: kubernetesscheme.Scheme})
+// overheadTenants are the tenant shoot--p--a, the ring of the seed's proof key and the url of
+// path at the tenant's path with its proof.
+func overheadTenants(tb testing.TB, path string) (*clients.Clients, *tenantproof.Ring, string) {
+	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(tb, "https://127.0.0.1:1", tenanttest.CA(tb), "shoot--p--a"), Scheme: kubernetesscheme.Scheme})
 	require.NoError(tb, err)
-	return tenants
+	key, proofs := testProofs(tb)
+	return tenants, proofs, "/shoot--p--a" + tenantproof.Separator + key.Proof("shoot--p--a") + path
 }
 
 // Both paths answer the same patch, so that BenchmarkAdmissionOverhead compares like with like.
 func TestOverheadPathsAnswerTheSamePatch(t *testing.T) {
 	body := overheadReview(t)
-	tenants := overheadTenants(t)
+	tenants, proofs, tenantURL := overheadTenants(t, "/mutate")
 	for name, mutate := range overheadMutations {
 		t.Run(name, func(t *testing.T) {
 			floor := patchOps(t, answer(t, controllerRuntimeFloor("/mutate", mutate), "/mutate", body))
 			require.NotEmpty(t, floor)
-			assert.Equal(t, floor, patchOps(t, answer(t, ours("/mutate", mutate, nil), "/mutate", body)))
-			assert.Equal(t, floor, patchOps(t, answer(t, ours("/mutate", mutate, tenants), "/shoot--p--a/mutate", body)))
+			assert.Equal(t, floor, patchOps(t, answer(t, ours("/mutate", mutate, nil, nil), "/mutate", body)))
+			assert.Equal(t, floor, patchOps(t, answer(t, ours("/mutate", mutate, tenants, proofs), tenantURL, body)))
 		})
 	}
 }
@@ -167,10 +171,10 @@ func TestOverheadPathsAnswerTheSamePatch(t *testing.T) {
 // BenchmarkAdmissionOverhead measures the fixed cost of an admission request in this project's
 // server against controller-runtime's, which is what Gardener's resource manager serves, on the
 // same pod and mutation: AdmissionReview decoding and encoding, metrics, the patch; and, in
-// the multi-tenant mode, the tenant's path.
+// the multi-tenant mode, the tenant's path and its proof.
 func BenchmarkAdmissionOverhead(b *testing.B) {
 	body := overheadReview(b)
-	tenants := overheadTenants(b)
+	tenants, proofs, tenantURL := overheadTenants(b, "/mutate")
 	for _, name := range []string{"add", "remove"} {
 		mutate := overheadMutations[name]
 		for _, path := range []struct {
@@ -179,8 +183,8 @@ func BenchmarkAdmissionOverhead(b *testing.B) {
 			url     string
 		}{
 			{"controller-runtime", controllerRuntimeFloor("/mutate", mutate), "/mutate"},
-			{"ours", ours("/mutate", mutate, nil), "/mutate"},
-			{"ours-tenant", ours("/mutate", mutate, tenants), "/shoot--p--a/mutate"},
+			{"ours", ours("/mutate", mutate, nil, nil), "/mutate"},
+			{"ours-tenant", ours("/mutate", mutate, tenants, proofs), tenantURL},
 		} {
 			answer(b, path.handler, path.url, body)
 			b.Run(name+"/"+path.name, func(b *testing.B) {

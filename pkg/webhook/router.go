@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -23,31 +23,47 @@ type routedWebhook struct {
 	handler http.Handler
 }
 
-// tenantRouter serves /<tenant>/<webhook path>: it authenticates the caller when asked, answers
-// for tenants the seed holds no access for and for tenants the webhook does not apply to, and
-// calls the webhook with the tenant and its settings in the request's context.
+// tenantRouter serves /<tenant>.<proof>/<webhook path>: it refuses a caller whose proof is not
+// the tenant's before anything else (pkg/tenantproof), answers for tenants the seed holds no
+// access for and for tenants the webhook does not apply to, and calls the webhook with the tenant
+// and its settings in the request's context.
 type tenantRouter struct {
-	webhooks     map[string]routedWebhook
-	tenants      *clients.Clients
-	prefix       string
-	authenticate bool
-	metrics      *serverMetrics
-	log          *slog.Logger
+	webhooks map[string]routedWebhook
+	tenants  *clients.Clients
+	proofs   *tenantproof.Ring
+	prefix   string
+	metrics  *serverMetrics
+	log      *slog.Logger
+	share    *fairShare
 }
 
 func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	t, rest, ok := ParseTenantPath(r.URL.Path, tr.prefix)
+	t, proof, rest, ok := tenantproof.ParsePath(r.URL.Path, tr.prefix)
 	wh, served := tr.webhooks[rest]
 	if !ok || !served {
 		http.NotFound(w, r)
 		return
 	}
-	if tr.authenticate && !callerIsTenant(r, t) {
-		tr.metrics.unknownTenants.WithLabelValues(wh.Name, "unauthenticated").Inc()
-		tr.log.Warn("caller not authenticated for tenant", "webhook", wh.Name, "tenant", string(t), "remote", r.RemoteAddr)
-		http.Error(w, fmt.Sprintf("a client certificate naming tenant %q is required", t), http.StatusUnauthorized)
+	// The caller proves its tenant before anything of any tenant is read, its body included:
+	// a shoot admin who copies their registration and names another tenant is answered as a
+	// failed call, and the other tenant's cluster, settings and cache are never touched.
+	if proven, err := tr.proofs.Verify(r.Context(), t, proof); !proven {
+		reason, code, message := "unproven", http.StatusForbidden, fmt.Sprintf("the request does not prove tenant %s (docs/webhooks.md#tenant-proof)", t)
+		if err != nil {
+			reason, code, message = "unreadable-keys", http.StatusServiceUnavailable, err.Error()
+		}
+		tr.metrics.unknownTenants.WithLabelValues(wh.Name, reason).Inc()
+		tr.log.Warn("tenant not proven", "webhook", wh.Name, "tenant", string(t), "remote", r.RemoteAddr, "error", err)
+		tr.refuse(w, r, wh, code, message)
 		return
 	}
+	// A proven tenant gets its share of the server (fairness.go): beyond it, 429 at once, the
+	// body unread.
+	tr.share.Serve(w, r, t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tr.serveTenant(w, r, t, wh) }))
+}
+
+// serveTenant serves webhook wh for tenant t, admitted by its fair share.
+func (tr *tenantRouter) serveTenant(w http.ResponseWriter, r *http.Request, t tenant.Name, wh routedWebhook) {
 	ctx := tenant.With(r.Context(), t)
 	// Every webhook answers a tenant as gardenlet configured the tenant's own resource manager:
 	// its settings come first. Without them the kube-apiserver is told the call failed, so that
@@ -66,11 +82,7 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason, code = "unreachable-seed", http.StatusServiceUnavailable
 		}
 		tr.metrics.unknownTenants.WithLabelValues(wh.Name, reason).Inc()
-		if wh.authorization {
-			answerAuthorization(w, r, authorizationv1.SubjectAccessReviewStatus{EvaluationError: err.Error()})
-		} else {
-			failCall(w, code, err.Error())
-		}
+		tr.refuse(w, r, wh, code, err.Error())
 		return
 	}
 	if wh.appliesTo != nil && !wh.appliesTo(settings) {
@@ -92,14 +104,14 @@ func (tr *tenantRouter) changeNothing(w http.ResponseWriter, r *http.Request, wh
 	}
 }
 
-// callerIsTenant tells whether the request came with a verified client certificate whose
-// common name or one of whose organizations is the tenant.
-func callerIsTenant(r *http.Request, t tenant.Name) bool {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return false
+// refuse answers that the webhook could not be called for the tenant: an authorizer has no
+// opinion (the review is read to answer in its version), an admission webhook fails the call.
+func (tr *tenantRouter) refuse(w http.ResponseWriter, r *http.Request, wh routedWebhook, code int, message string) {
+	if wh.authorization {
+		answerAuthorization(w, r, authorizationv1.SubjectAccessReviewStatus{EvaluationError: message})
+		return
 	}
-	subject := r.TLS.VerifiedChains[0][0].Subject
-	return subject.CommonName == string(t) || slices.Contains(subject.Organization, string(t))
+	failCall(w, code, message)
 }
 
 // failCall answers that the webhook could not be called: an HTTP error whose body is a Status

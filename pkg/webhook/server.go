@@ -3,12 +3,11 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/serve"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 )
 
 // ServeOptions say how to serve.
@@ -44,10 +44,12 @@ type ServeOptions struct {
 	Tenants *clients.Clients
 	// TenantPrefix is what a tenant's name starts with (tenant.DefaultPrefix when empty).
 	TenantPrefix string
-	// ClientCAFile, when set, authenticates the callers of tenant paths: they must present a
-	// client certificate signed by this CA whose common name or one of whose organizations is
-	// the tenant. It needs TLS (CertFile, KeyFile).
-	ClientCAFile string
+	// Proofs verify that a caller of a tenant path is the tenant (pkg/tenantproof); the
+	// multi-tenant mode needs them.
+	Proofs *tenantproof.Ring
+	// Fairness bounds each tenant's and all tenants' requests in flight, and the server's
+	// timeouts (zero values: defaults).
+	Fairness Fairness
 }
 
 // serverMetrics count the webhooks' requests.
@@ -56,13 +58,14 @@ type serverMetrics struct {
 	notApplied     *prometheus.CounterVec
 	requests       *prometheus.CounterVec
 	latency        *prometheus.HistogramVec
+	shed           *prometheus.CounterVec
 }
 
 func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 	m := &serverMetrics{
 		unknownTenants: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gardener_knative_webhook_tenant_refusals_total",
-			Help: "Requests for tenant paths refused without calling the webhook, by webhook and reason (unknown-tenant, unreachable-seed, unauthenticated).",
+			Help: "Requests for tenant paths refused without calling the webhook, by webhook and reason (unproven, unreadable-keys, unknown-tenant, unreachable-seed).",
 		}, []string{"webhook", "reason"}),
 		notApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gardener_knative_webhook_not_applied_total",
@@ -78,7 +81,12 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"webhook"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.unknownTenants, m.notApplied, admissionResponses)
+	// No tenant label: tenants are unbounded; the log and the 429's message name the tenant.
+	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gardener_knative_webhook_shed_total",
+		Help: "Requests answered 429 (or 413) without reading them, by reason: a tenant's requests (tenant-requests) or bytes (tenant-bytes) in flight, all tenants' bytes in flight (bytes), a body over MAX_REQUEST_BYTES (too-large).",
+	}, []string{"reason"})
+	reg.MustRegister(m.requests, m.latency, m.unknownTenants, m.notApplied, m.shed, admissionResponses)
 	return m
 }
 
@@ -120,22 +128,25 @@ func routes(opts ServeOptions, webhooks []Webhook, metrics *serverMetrics, log *
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(webhooks))
 	byPath := map[string]routedWebhook{}
+	share := newFairShare(opts.Fairness, metrics)
 	for _, wh := range webhooks {
 		handler := metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log)
+		// The unprefixed paths are the seed's: one tenant, the key "".
+		seeds := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { share.Serve(w, r, "", handler) })
 		for _, path := range wh.Paths() {
-			mux.Handle(path, handler)
+			mux.Handle(path, seeds)
 			byPath[path] = routedWebhook{Webhook: wh, handler: handler}
 		}
 		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
 	}
 	if opts.Tenants != nil {
-		router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, prefix: opts.TenantPrefix, authenticate: opts.ClientCAFile != "", metrics: metrics, log: log}
+		router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, proofs: opts.Proofs, prefix: opts.TenantPrefix, metrics: metrics, log: log, share: share}
 		if router.prefix == "" {
 			router.prefix = tenant.DefaultPrefix
 		}
 		// Every path that is not a webhook's, /healthz, /readyz or /metrics may be a tenant's.
 		mux.Handle("/", router)
-		names = append(names, "tenants=/"+router.prefix+"*/<path>")
+		names = append(names, "tenants=/"+router.prefix+"*"+tenantproof.Separator+"<proof>/<path>")
 	}
 	return mux, names
 }
@@ -143,21 +154,13 @@ func routes(opts ServeOptions, webhooks []Webhook, metrics *serverMetrics, log *
 // Serve serves the webhooks at their paths, with /healthz, /readyz and /metrics, until ctx
 // ends; then it fails readiness and lets in-flight requests finish.
 func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prometheus.Registry, log *slog.Logger) error {
-	if opts.ClientCAFile != "" && (opts.Tenants == nil || opts.CertFile == "") {
-		return fmt.Errorf("client certificate authentication (CLIENT_CA_FILE) needs the multi-tenant mode and TLS (TLS_CERT_FILE, TLS_KEY_FILE)")
+	if opts.Tenants != nil && opts.Proofs == nil {
+		return errors.New("the multi-tenant mode needs the tenant proof keys")
+	}
+	if err := opts.Fairness.check(opts.RequestTimeout); err != nil {
+		return err
 	}
 	mux, names := routes(opts, webhooks, newServerMetrics(reg), log)
-	var clientCAs *x509.CertPool
-	if opts.ClientCAFile != "" {
-		pem, err := os.ReadFile(opts.ClientCAFile)
-		if err != nil {
-			return fmt.Errorf("reading client CA: %w", err)
-		}
-		clientCAs = x509.NewCertPool()
-		if !clientCAs.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("client CA %s holds no PEM certificate", opts.ClientCAFile)
-		}
-	}
 	var tlsConfig *tls.Config
 	if opts.CertFile != "" || opts.KeyFile != "" {
 		watcher, err := certwatcher.New(opts.CertFile, opts.KeyFile)
@@ -170,11 +173,6 @@ func Serve(ctx context.Context, opts ServeOptions, webhooks []Webhook, reg *prom
 			}
 		}()
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}
-		if clientCAs != nil {
-			// Only asked, not required, at the handshake: health probes and the seed's own
-			// kube-apiserver (unprefixed paths) come without one; tenant paths check it.
-			tlsConfig.ClientAuth, tlsConfig.ClientCAs = tls.VerifyClientCertIfGiven, clientCAs
-		}
 	}
-	return serve.Run(ctx, serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, DrainDelay: opts.DrainDelay, Ready: opts.Ready, Profiling: opts.Profiling}, mux, reg, log, "webhooks", names)
+	return serve.Run(ctx, opts.Fairness.serveOptions(serve.Options{Addr: opts.Addr, TLSAddr: opts.TLSAddr, TLSConfig: tlsConfig, ShutdownTimeout: opts.ShutdownTimeout, DrainDelay: opts.DrainDelay, Ready: opts.Ready, Profiling: opts.Profiling}), mux, reg, log, "webhooks", names)
 }

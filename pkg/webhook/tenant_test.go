@@ -2,22 +2,12 @@ package webhook
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,72 +15,18 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
-
-func TestParseTenantPath(t *testing.T) {
-	for _, tc := range []struct {
-		path   string
-		tenant tenant.Name
-		rest   string
-		ok     bool
-	}{
-		{"/shoot--p--s/webhooks/high-availability-config", "shoot--p--s", "/webhooks/high-availability-config", true},
-		{"/shoot--p--s/validate-druid-gardener-cloud-v1alpha1-etcd", "shoot--p--s", "/validate-druid-gardener-cloud-v1alpha1-etcd", true},
-		{"/shoot--p--s/webhooks/auth/nodeagent", "shoot--p--s", "/webhooks/auth/nodeagent", true},
-		{"/webhooks/high-availability-config", "", "", false}, // single-tenant path
-		{"/kube-system/webhooks/high-availability-config", "", "", false},
-		{"/garden/webhooks/high-availability-config", "", "", false},
-		{"/shoot--p--s", "", "", false},
-		{"/shoot--p--s/", "", "", false},
-		{"shoot--p--s/webhooks/x", "", "", false},
-		{"/Shoot--p--s/webhooks/x", "", "", false},
-		{"/shoot--p--s./webhooks/x", "", "", false},
-		{"/shoot--p--s%2F/webhooks/x", "", "", false},
-		{"/shoot--" + strings.Repeat("x", 60) + "/webhooks/x", "", "", false}, // longer than a namespace name
-		{"//webhooks/x", "", "", false},
-	} {
-		tenant, rest, ok := ParseTenantPath(tc.path, tenant.DefaultPrefix)
-		assert.Equal(t, tc.ok, ok, tc.path)
-		assert.Equal(t, tc.tenant, tenant, tc.path)
-		assert.Equal(t, tc.rest, rest, tc.path)
-	}
-}
-
-// Whatever path arrives, a tenant is only ever a namespace name with the prefix, and the path
-// is exactly the tenant and the rest: no path can address a namespace outside the prefix or
-// smuggle a second segment into the tenant.
-func FuzzParseTenantPath(f *testing.F) {
-	for _, s := range []string{"/shoot--p--s/webhooks/x", "/webhooks/x", "/shoot--a/", "/shoot--a//", "/shoot--a/../kube-system/x", "", "/", "//"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, path string) {
-		tn, rest, ok := ParseTenantPath(path, tenant.DefaultPrefix)
-		if !ok {
-			if tn != "" || rest != "" {
-				t.Fatalf("%q: not a tenant path, yet tenant %q rest %q", path, tn, rest)
-			}
-			return
-		}
-		if !strings.HasPrefix(string(tn), tenant.DefaultPrefix) || len(validation.IsDNS1123Label(string(tn))) > 0 {
-			t.Fatalf("%q: tenant %q is no namespace name with prefix %q", path, tn, tenant.DefaultPrefix)
-		}
-		if !strings.HasPrefix(rest, "/") || len(rest) < 2 {
-			t.Fatalf("%q: rest %q is no path", path, rest)
-		}
-		if "/"+string(tn)+rest != path {
-			t.Fatalf("%q: tenant %q and rest %q do not make up the path", path, tn, rest)
-		}
-	})
-}
 
 func TestControlPlaneNamespace(t *testing.T) {
 	configured := "shoot--configured"
@@ -99,127 +35,94 @@ func TestControlPlaneNamespace(t *testing.T) {
 	assert.Equal(t, "shoot--p--s", *ControlPlaneNamespace(tenant.With(context.Background(), "shoot--p--s"), &configured))
 }
 
-// pki is a CA that signs the server's and the callers' certificates.
-type pki struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newPKI(t testing.TB) *pki {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// The server routes /<tenant>.<proof>/<path> to the webhook with the tenant in the request's
+// context, only with the tenant's proof: a caller that names another tenant, or none, is
+// answered as a failed call (an authorizer: no opinion) before anything of any tenant is read.
+func TestServeRoutesOnlyProvenTenants(t *testing.T) {
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", tenanttest.CA(t), "shoot--p--a", "shoot--p--b")
+	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme})
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return &pki{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a certificate for the subject; server certificates are for 127.0.0.1.
-func (p *pki) issue(t *testing.T, subject pkix.Name, server bool) tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: subject, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage, tmpl.IPAddresses = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	require.NoError(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-func writePEM(t *testing.T, dir string, c tls.Certificate) (certFile, keyFile string) {
-	keyDER, err := x509.MarshalECPrivateKey(c.PrivateKey.(*ecdsa.PrivateKey))
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return certFile, keyFile
-}
-
-// The server routes /<tenant>/<path> to the webhook with the tenant in the request's context,
-// and with CLIENT_CA_FILE only callers whose certificate names the tenant get there.
-func TestServeRoutesAndAuthenticatesTenants(t *testing.T) {
-	dir := t.TempDir()
-	ca := newPKI(t)
-	certFile, keyFile := writePEM(t, dir, ca.issue(t, pkix.Name{CommonName: "server"}, true))
-	caFile := filepath.Join(dir, "ca.crt")
-	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
-
 	echo := Webhook{Name: "echo", Path: "/webhooks/echo", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "tenant="+string(tenant.From(r.Context())))
+		_, _ = io.WriteString(w, `{"tenant":"`+string(tenant.From(r.Context()))+`"}`)
 	})}
-	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(t, "https://127.0.0.1:1", newPKI(t).pem, "shoot--p--a", "shoot--p--b"), Scheme: kubernetesscheme.Scheme})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrs := make(chan net.Addr, 1)
-	go func() {
-		_ = Serve(ctx, ServeOptions{
-			Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, RequestTimeout: time.Second, ShutdownTimeout: time.Second,
-			Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants, ClientCAFile: caFile,
-		}, []Webhook{echo}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	}()
-	addr := (<-addrs).String()
+	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { t.Error("the authorizer ran") }), slog.New(slog.DiscardHandler))
+	key, post := serveTenants(t, tenants, echo, authz)
 
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.pem)
-	call := func(path string, cert *tls.Certificate) (int, string) {
-		cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-		if cert != nil {
-			cfg.Certificates = []tls.Certificate{*cert}
-		}
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-		resp, err := c.Post("https://"+addr+path, "application/json", strings.NewReader("{}"))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
-	callerA := ca.issue(t, pkix.Name{CommonName: "shoot--p--a"}, false)
-	callerB := ca.issue(t, pkix.Name{CommonName: "kube-apiserver", Organization: []string{"shoot--p--b"}}, false)
-
-	code, body := call("/shoot--p--a/webhooks/echo", &callerA)
+	code, out := post("/shoot--p--a/webhooks/echo", "{}")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "tenant=shoot--p--a", body)
-	code, body = call("/shoot--p--b/webhooks/echo", &callerB)
+	assert.Equal(t, "shoot--p--a", out["tenant"])
+	code, out = post("/webhooks/echo", "{}")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "tenant=shoot--p--b", body, "the organization may name the tenant")
-
-	code, _ = call("/shoot--p--b/webhooks/echo", &callerA)
-	assert.Equal(t, http.StatusUnauthorized, code, "A's caller may not act for B")
-	code, _ = call("/shoot--p--a/webhooks/echo", nil)
-	assert.Equal(t, http.StatusUnauthorized, code, "no certificate, no tenant")
-
-	code, body = call("/webhooks/echo", nil)
-	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "tenant=", body, "the unprefixed path is the single tenant (the seed)")
-	code, _ = call("/shoot--p--a/webhooks/other", &callerA)
+	assert.Equal(t, "", out["tenant"], "the unprefixed path is the single tenant (the seed)")
+	code, _ = post("/shoot--p--a/webhooks/other", "{}")
 	assert.Equal(t, http.StatusNotFound, code)
 
-	// A certificate of another CA fails the handshake.
-	other := newPKI(t).issue(t, pkix.Name{CommonName: "shoot--p--a"}, false)
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{other}, MinVersion: tls.VersionTLS12}}}
-	_, err = c.Post("https://"+addr+"/shoot--p--a/webhooks/echo", "application/json", strings.NewReader("{}"))
-	assert.Error(t, err)
+	reads := seed.Reads
+	other, err := tenantproof.NewKey(time.Now())
+	require.NoError(t, err)
+	for name, path := range map[string]string{
+		"A's proof at B's path": "/shoot--p--b." + key.Proof("shoot--p--a") + "/webhooks/echo",
+		"no proof":              "/shoot--p--b./webhooks/echo",
+		"another seed's proof":  "/shoot--p--b." + other.Proof("shoot--p--b") + "/webhooks/echo",
+		"B's proof cut short":   "/shoot--p--b." + key.Proof("shoot--p--b")[:42] + "/webhooks/echo",
+		"B's proof, other case": "/shoot--p--b." + strings.ToUpper(key.Proof("shoot--p--b")) + "/webhooks/echo",
+		"a proof of an unknown": "/shoot--p--x." + key.Proof("shoot--p--a") + "/webhooks/echo",
+	} {
+		code, out := post(path, "{}")
+		assert.Equal(t, http.StatusForbidden, code, name)
+		assert.Equal(t, "Status", out["kind"], name)
+		assert.Contains(t, out["message"], "does not prove tenant", name)
+	}
+	code, out = post("/shoot--p--b."+key.Proof("shoot--p--a")+"/webhooks/auth", `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
+	require.Equal(t, http.StatusOK, code)
+	status := out["status"].(map[string]any)
+	assert.Equal(t, false, status["allowed"])
+	assert.Nil(t, status["denied"], "no opinion")
+	assert.Contains(t, status["evaluationError"], "does not prove tenant shoot--p--b")
+	assert.Equal(t, reads, seed.Reads, "nothing of any tenant was read for an unproven caller")
+
+	code, out = post("/shoot--p--b/webhooks/echo", "{}")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "shoot--p--b", out["tenant"], "B's own proof")
 }
 
-// serveTenants serves the webhooks for the tenants until the test ends and returns a poster of
-// JSON bodies to the server that answers the status and the decoded answer.
-func serveTenants(t *testing.T, tenants *clients.Clients, webhooks ...Webhook) func(path, body string) (int, map[string]any) {
+// testProofs are a seed's tenant proof key and a server's ring of it.
+func testProofs(tb testing.TB) (tenantproof.Key, *tenantproof.Ring) {
+	key, err := tenantproof.NewKey(time.Now())
+	require.NoError(tb, err)
+	keys := fake.NewClientBuilder().WithObjects(tenantproof.Secret("gardener-knative", tenantproof.Keys{key})).Build()
+	return key, tenantproof.NewRing(keys, "gardener-knative", clock.RealClock{})
+}
+
+// signed is path with the tenant's proof under key when its first segment names a tenant
+// without one; any other path as it is.
+func signed(t *testing.T, key tenantproof.Key, path string) string {
+	tn, proof, _, ok := tenantproof.ParsePath(path, tenant.DefaultPrefix)
+	if !ok || proof != "" || strings.HasPrefix(path, "/"+string(tn)+tenantproof.Separator) {
+		return path
+	}
+	u, err := tenantproof.URL("http://x"+path, tn, key, "")
+	require.NoError(t, err)
+	return strings.TrimPrefix(u, "http://x")
+}
+
+// serveTenants serves the webhooks for the tenants until the test ends, with the seed's tenant
+// proof key, and returns the key and a poster of JSON bodies to the server that answers the
+// status and the decoded answer. A tenant path without a proof is sent with the tenant's.
+func serveTenants(t *testing.T, tenants *clients.Clients, webhooks ...Webhook) (tenantproof.Key, func(path, body string) (int, map[string]any)) {
 	t.Helper()
+	key, proofs := testProofs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	addrs := make(chan net.Addr, 1)
 	go func() {
-		_ = Serve(ctx, ServeOptions{Addr: "127.0.0.1:0", RequestTimeout: time.Second, ShutdownTimeout: time.Second, Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants},
+		_ = Serve(ctx, ServeOptions{Addr: "127.0.0.1:0", RequestTimeout: time.Second, ShutdownTimeout: time.Second, Ready: func(a net.Addr) { addrs <- a }, Tenants: tenants,
+			Proofs: proofs},
 			webhooks, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	}()
 	addr := (<-addrs).String()
-	return func(path, body string) (int, map[string]any) {
-		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
+	return key, func(path, body string) (int, map[string]any) {
+		resp, err := http.Post("http://"+addr+signed(t, key, path), "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var out map[string]any
@@ -235,7 +138,7 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
 	tenants, err := clients.New(clients.Options{Seed: tenanttest.Enrolled(t, "https://127.0.0.1:1", nil), Scheme: kubernetesscheme.Scheme})
 	require.NoError(t, err)
-	post := serveTenants(t, tenants, admissionWebhook, authz)
+	_, post := serveTenants(t, tenants, admissionWebhook, authz)
 
 	// The call fails with the reason as a Status: the kube-apiserver applies the registration's
 	// failure policy (a fail-closed webhook rejects with it, a best-effort one is skipped).
@@ -260,7 +163,7 @@ func TestServeAnswersUnknownTenants(t *testing.T) {
 // apply to the tenant is answered without it (allowed without a patch, no opinion); a seed that
 // cannot be read fails the call (503).
 func TestServeAppliesTenantsSettings(t *testing.T) {
-	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", newPKI(t).pem, "shoot--p--a", "shoot--p--b")
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", tenanttest.CA(t), "shoot--p--a", "shoot--p--b")
 	workerless := tenanttest.Shoot("shoot--p--b")
 	workerless.Spec.Provider.Workers = nil
 	cluster, err := tenanttest.Cluster("shoot--p--b", "generic-token-kubeconfig-1", workerless)
@@ -278,7 +181,7 @@ func TestServeAppliesTenantsSettings(t *testing.T) {
 	admit.appliesTo = (*tenant.Settings).HasWorkers
 	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { seen = append(seen, "authz") }), slog.New(slog.DiscardHandler))
 	authz.appliesTo = (*tenant.Settings).HasWorkers
-	post := serveTenants(t, tenants, admit, authz)
+	_, post := serveTenants(t, tenants, admit, authz)
 	const review = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","object":{"apiVersion":"v1","kind":"Pod"}}}`
 	const sar = `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`
 
@@ -323,7 +226,7 @@ func (f authorizerFunc) Authorize(context.Context, authorizationv1.SubjectAccess
 // registration that still points here changes nothing (allowed without a patch, no opinion), and
 // no webhook runs.
 func TestServeLeavesTenantsNotEnrolledAlone(t *testing.T) {
-	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", newPKI(t).pem, "shoot--p--a")
+	seed := tenanttest.Enrolled(t, "https://127.0.0.1:1", tenanttest.CA(t), "shoot--p--a")
 	seed.Objects[client.ObjectKey{Name: "shoot--p--a"}].SetLabels(nil)
 	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: kubernetesscheme.Scheme})
 	require.NoError(t, err)
@@ -333,7 +236,7 @@ func TestServeLeavesTenantsNotEnrolledAlone(t *testing.T) {
 		return admission.Denied("the webhook ran")
 	}), slog.New(slog.DiscardHandler))
 	authz := Authorization("authz", "/webhooks/auth", authorizerFunc(func() { called = true }), slog.New(slog.DiscardHandler))
-	post := serveTenants(t, tenants, admit, authz)
+	_, post := serveTenants(t, tenants, admit, authz)
 
 	code, out := post("/shoot--p--a/webhooks/admit", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","object":{"apiVersion":"v1","kind":"Pod"}}}`)
 	require.Equal(t, http.StatusOK, code)

@@ -55,7 +55,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *unenrol {
-		if err := runUnenrol(ctx, *namespace, flag.Args()); err != nil {
+		if err := runUnenrol(ctx, flag.Args()); err != nil {
 			fmt.Fprintln(os.Stderr, "enrol:", err)
 			os.Exit(1)
 		}
@@ -90,7 +90,7 @@ func tenantOf(name string) (tenant.Name, error) {
 	return tenant.Name(name), nil
 }
 
-func runUnenrol(ctx context.Context, namespace string, tenants []string) error {
+func runUnenrol(ctx context.Context, tenants []string) error {
 	seed, err := seedClient()
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func runUnenrol(ctx context.Context, namespace string, tenants []string) error {
 		if err != nil {
 			return err
 		}
-		deleted, err := enrolment.Unenrol(ctx, seed, t, namespace)
+		deleted, err := enrolment.Unenrol(ctx, seed, t)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

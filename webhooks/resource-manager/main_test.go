@@ -23,6 +23,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
 )
@@ -106,7 +107,7 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 			service = knative // a shoot's url at the plain Service in front of the TLS port
 		}
 		path := u.Path
-		if _, rest, ok := webhook.ParseTenantPath(path, tenant.DefaultPrefix); ok {
+		if _, _, rest, ok := tenantproof.ParsePath(path, tenant.DefaultPrefix); ok {
 			path = rest // a shoot's registration addresses its tenant
 			assert.True(t, multiTenant[service], "%s: Service %s does not serve tenant paths (MULTI_TENANT)", name, service)
 		}

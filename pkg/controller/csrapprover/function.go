@@ -56,10 +56,11 @@ var Function = &function.Function{
 	RBAC: []rbacv1.PolicyRule{
 		// The shoots' Machines: read one by name (node agent), list a Node's (kubelet serving).
 		{APIGroups: []string{kinds.Machine.Group}, Resources: []string{kinds.Machine.Resource}, Verbs: []string{"get", "list"}},
-		// Per seed: the tenants (Discover, each tenant's Cluster and access Secrets).
+		// Per seed: the tenants (Discover, each tenant's Cluster).
 		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	},
+	// Each tenant's access Secrets, in enrolled tenants' namespaces only.
+	TenantRBAC: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	// Gardener runs it only in the resource managers of shoots with workers.
 	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.CertificateSigningRequest, Cluster: function.Target, New: newReconciler, AppliesTo: (*tenant.Settings).HasWorkers}},
 	Watches:     []function.Watch{{Kind: kinds.CertificateSigningRequest, Cluster: function.Target, Reconciler: "main", Predicate: Predicate}},

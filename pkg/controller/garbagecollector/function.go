@@ -81,10 +81,11 @@ var Function = &function.Function{
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{
-		// Per seed: the tenants (Discover, each tenant's Cluster and access Secrets).
+		// Per seed: the tenants (Discover, each tenant's Cluster).
 		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	},
+	// Each tenant's access Secrets, in enrolled tenants' namespaces only.
+	TenantRBAC:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.Namespace, Cluster: function.Target, New: newReconciler}},
 	Sweeps: []function.Sweep{{
 		Name: "collect", Reconciler: "main",

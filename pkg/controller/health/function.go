@@ -81,10 +81,11 @@ func newFunction() *function.Function {
 		RBAC: []rbacv1.PolicyRule{
 			{APIGroups: []string{resourcesv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedresources"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{resourcesv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedresources/status"}, Verbs: []string{"patch"}},
-			// Per seed: the tenants (Discover, each tenant's Cluster and access Secrets).
+			// Per seed: the tenants (Discover, each tenant's Cluster).
 			{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		},
+		// Each tenant's access Secrets, in enrolled tenants' namespaces only.
+		TenantRBAC: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 		Reconcilers: []function.Reconciler{
 			{Name: Health, For: kinds.ManagedResource, New: newReconciler(checks.Health, resourcesv1alpha1.ResourcesHealthy)},
 			{Name: Progressing, For: kinds.ManagedResource, New: newReconciler(checks.Progressing, resourcesv1alpha1.ResourcesProgressing)},

@@ -69,14 +69,15 @@ func newFunction() *function.Function {
 		RBAC: []rbacv1.PolicyRule{
 			{APIGroups: []string{resourcesv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedresources"}, Verbs: []string{"get", "list", "patch"}},
 			{APIGroups: []string{resourcesv1alpha1.SchemeGroupVersion.Group}, Resources: []string{"managedresources/status"}, Verbs: []string{"patch"}},
-			// The objects live in the ManagedResources' Secrets (per seed the sync sweep lists a
-			// tenant's); per seed the Secrets of each tenant's namespace also hold its access.
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}},
 			// <cluster> and <default> cluster ids come from this ConfigMap.
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1beta1constants.ClusterIdentity}, Verbs: []string{"get"}},
 			// Per seed: the tenants (Discover, and each tenant's Cluster).
 			{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
 		},
+		// The objects live in the ManagedResources' Secrets (the sync sweep lists a tenant's), and
+		// the Secrets of each tenant's namespace hold its access: in enrolled tenants' namespaces
+		// only.
+		TenantRBAC:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}}},
 		Reconcilers: []function.Reconciler{{Name: "main", For: kinds.ManagedResource, New: newReconciler, Undo: UndoCreations}},
 		Watches: []function.Watch{
 			// Gardener also watches every Secret of the source for updates of a ManagedResource's

@@ -85,8 +85,9 @@ var Function = &function.Function{
 		// Per seed: the tenants (Discover, each tenant's Cluster, whose Shoot holds the maximum
 		// delay, and access Secrets).
 		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	},
+	// Each tenant's access Secrets, in enrolled tenants' namespaces only.
+	TenantRBAC: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	Reconcilers: []function.Reconciler{
 		// Gardener runs it only in the resource managers of shoots with workers.
 		{Name: CriticalComponents, For: kinds.Node, Cluster: function.Target, New: newCriticalComponents, AppliesTo: (*tenant.Settings).HasWorkers},

@@ -49,10 +49,11 @@ var Function = &function.Function{
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{
-		// Per seed: the tenants, and their access Secrets.
+		// Per seed: the tenants.
 		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	},
+	// Each tenant's access Secrets, in enrolled tenants' namespaces only.
+	TenantRBAC:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
 	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.Secret, Cluster: function.Target, New: newReconciler}},
 	Watches: []function.Watch{
 		// Secrets come in Reference mode (no token through the Broker), so the reconciler, not a

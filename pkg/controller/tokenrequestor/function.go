@@ -53,17 +53,18 @@ var Function = &function.Function{
 	Config:     &Config{},
 	Deployment: function.PerSeed,
 	RBAC: []rbacv1.PolicyRule{
-		// The token requestor's Secrets (per seed, also each tenant's access Secrets).
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "patch"}},
-		// Per seed: each Secret's tenant (its sweep lists no shoot, so it never lists the tenants).
-		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get"}},
+		// Per seed: the tenants (its sweep runs per tenant) and each Secret's tenant.
+		{APIGroups: []string{clients.ClusterGroup}, Resources: []string{clients.ClusterResource}, Verbs: []string{"get", "list"}},
 	},
+	// The token requestor's Secrets, each tenant's access Secrets among them: in enrolled tenants'
+	// namespaces only.
+	TenantRBAC:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "patch"}}},
 	Reconcilers: []function.Reconciler{{Name: "main", For: kinds.Secret, New: newReconciler}},
 	Watches:     []function.Watch{{Kind: kinds.Secret, Reconciler: "main", LabelSelector: purpose}},
 	Sweeps: []function.Sweep{{
 		Name: "renew", Schedule: "* * * * *", Reconciler: "main",
 		Off:     func(config any) bool { return !config.(*Config).Enabled },
-		Primary: function.List{Kind: kinds.Secret, LabelSelector: purpose},
+		Primary: function.List{Kind: kinds.Secret, LabelSelector: purpose, PerTenant: true},
 	}},
 }
 

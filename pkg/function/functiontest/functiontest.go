@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -36,6 +37,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
@@ -139,6 +141,9 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 	)
 	if s.asFunction {
 		ApplyRBAC(t, env, fn)
+		if s.target != nil && !s.tenants {
+			applySingleTargetTenantRBAC(t, env, fn)
+		}
 		if fn.WorksOnGarden && s.target == nil {
 			// Seed mode: the one cluster is its garden and where it runs, its Target.
 			applyTargetRBAC(t, env, fn)
@@ -190,10 +195,42 @@ func New(t testing.TB, env *testenv.Env, fn *function.Function, options ...Optio
 }
 
 // ApplyRBAC creates (or updates) the function's ServiceAccount, ClusterRole, Roles and bindings
-// as config/ declares them.
+// as config/ declares them, and binds its tenant role in the namespaces of the tenants enrolled
+// so far, as the enrolment does (testenv.Enroll binds it in those enrolled later).
 func ApplyRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
 	t.Helper()
-	require.NoError(t, env.ApplyRBAC(context.Background(), configgen.RBACObjects(fn, fn.HomePart())))
+	ctx := context.Background()
+	require.NoError(t, env.ApplyRBAC(ctx, configgen.RBACObjects(fn, fn.HomePart())))
+	if len(fn.TenantRBAC) == 0 {
+		return
+	}
+	tenants, err := clients.Discover(ctx, env.Client, "", 0)
+	require.NoError(t, err)
+	for _, tn := range tenants {
+		_, err := access.Bind(ctx, env.Client, tn, fn.HomePart().Namespace())
+		require.NoError(t, err)
+	}
+}
+
+// applySingleTargetTenantRBAC grants a per-seed function served for one target (GRM's classic
+// per-shoot deployment, which has no enrolled tenants) its TenantRBAC where it reads the target's
+// objects in env: whoever deploys such a process binds it in the shoot's namespace; the suites put
+// each test's objects in a namespace of their own, so here it is bound cluster-wide.
+func applySingleTargetTenantRBAC(t testing.TB, env *testenv.Env, fn *function.Function) {
+	t.Helper()
+	if len(fn.TenantRBAC) == 0 {
+		return
+	}
+	name := configgen.TenantRoleName(fn)
+	sa := fn.Name
+	require.NoError(t, env.ApplyRBAC(context.Background(), []client.Object{
+		configgen.TenantRole(sa, name, fn.TenantRBAC),
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + ":single-target"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: fn.HomePart().Namespace()}},
+		},
+	}))
 }
 
 // applyTargetRBAC grants a function that works on the garden, as its ServiceAccount in env, what

@@ -334,3 +334,44 @@ func BenchmarkTokenRequestorSweep1000(b *testing.B) {
 		b.ReportMetric(float64(n), "source-"+verb)
 	}
 }
+
+// BenchmarkTokenRequestorSweepPerSeed is the renewal sweep as config/ deploys it, per seed with
+// its own RBAC (Secrets only in the enrolled tenants' namespaces): 100 tenants with 10 token
+// requestor Secrets each, nothing due. One LIST per tenant, since the function may list no
+// namespace but an enrolled tenant's.
+func BenchmarkTokenRequestorSweepPerSeed(b *testing.B) {
+	const tenants, perTenant = 100, 10
+	ctx := context.Background()
+	names := make([]tenant.Name, tenants)
+	for i := range names {
+		names[i] = tenant.Name(fmt.Sprintf("shoot--bench--t%03d", i))
+		if err := seed.Client.Get(ctx, client.ObjectKey{Name: string(names[i])}, &corev1.Namespace{}); err == nil {
+			continue // enrolled by an earlier benchmark or round
+		}
+		require.NoError(b, testenv.Enroll(ctx, seed.Client, names[i], shootB))
+	}
+	h := functiontest.New(b, seed, tokenrequestor.Function, functiontest.AsFunction(), functiontest.WithTenants(), functiontest.WithConfig(&tokenrequestor.Config{Enabled: true}))
+	renew := h.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.NoError(b, testenv.Parallel(tenants*perTenant, func(i int) error {
+		err := seed.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: string(names[i/perTenant]), Name: fmt.Sprintf("token-%02d", i%perTenant),
+				Labels: map[string]string{"resources.gardener.cloud/purpose": "token-requestor", "resources.gardener.cloud/class": "shoot"},
+				Annotations: map[string]string{
+					"serviceaccount.resources.gardener.cloud/name": fmt.Sprintf("sa-%02d", i%perTenant), "serviceaccount.resources.gardener.cloud/namespace": "default",
+					"serviceaccount.resources.gardener.cloud/token-renew-timestamp": renew,
+				}},
+			Data: map[string][]byte{"token": []byte("a-token")},
+		})
+		return client.IgnoreAlreadyExists(err)
+	}))
+	var requests map[string]int
+	for b.Loop() {
+		h.TargetCounter.Reset()
+		requests = h.Measure(func() { h.Sweep("renew") })
+		require.Zero(b, h.TargetCounter.Total(""), "nothing due: the targets are not asked")
+		require.Zero(b, requests["patch"]+requests["create"]+requests["update"])
+	}
+	for verb, n := range requests {
+		b.ReportMetric(float64(n), "source-"+verb)
+	}
+}

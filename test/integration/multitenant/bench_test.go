@@ -44,7 +44,7 @@ func benchAdmission(b *testing.B, prepare func()) {
 	ensureBenchServiceAccount(b)
 	c := serverClient(b)
 	body := admissionReviewBody(b, "bench")
-	path := "/" + string(shootA.tenant) + projectedtokenmount.Path
+	path := tenantPath(shootA.tenant, projectedtokenmount.Path)
 	var out admissionv1.AdmissionReview
 	review(b, c, path, body, &out) // a kept-alive connection to the server, as the kube-apiserver has
 	var latencies []time.Duration

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/webhooks"
@@ -71,7 +73,15 @@ var (
 	serving   *envtest.WebhookInstallOptions
 	tenants   *clients.Clients
 	serverReg = prometheus.NewRegistry()
+	// proofKey signs the tenants' proofs: the seed's first key, made before the shoots start
+	// (their authorizer files carry it).
+	proofKey tenantproof.Key
 )
+
+// tenantPath is path below tenant t with t's proof, as the enrolment renders it.
+func tenantPath(t tenant.Name, path string) string {
+	return "/" + string(t) + tenantproof.Separator + proofKey.Proof(t) + path
+}
 
 func newShoot(t tenant.Name, mutate func(*gardencorev1beta1.Shoot)) *shoot {
 	s := &shoot{tenant: t, object: tenanttest.Shoot(t)}
@@ -96,7 +106,7 @@ func TestMain(m *testing.M) {
 
 // enrolment is how the suite enrols its shoots: the one local server for every Service, and its CA.
 func enrolment() enrolmentpkg.Options {
-	return enrolmentpkg.Options{CABundle: serving.LocalServingCAData, Server: "https://" + servingAddr()}
+	return enrolmentpkg.Options{CABundle: serving.LocalServingCAData, Server: "https://" + servingAddr(), Key: proofKey}
 }
 
 func run(m *testing.M) (int, error) {
@@ -111,6 +121,16 @@ func run(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("seed control plane: %w", err)
 	}
 	defer func() { _ = seed.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The servers' namespace: their ServiceAccount, which the enrolment's RoleBindings name, and
+	// the tenant proof keys.
+	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gardener-knative"}}); err != nil {
+		return 0, err
+	}
+	if proofKey, err = tenantproof.SigningKey(ctx, seed.Client, "gardener-knative", time.Now()); err != nil {
+		return 0, err
+	}
 	for _, s := range shoots {
 		// As test/integration/webhooks does: the shoot's kube-apiserver asks the seed's server
 		// (at its tenant path) for every authorization RBAC does not grant; the enrolment's
@@ -139,12 +159,6 @@ func run(m *testing.M) (int, error) {
 		defer func(e *testenv.Env) { _ = e.Stop() }(s.env)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// The servers' ServiceAccount namespace, which the enrolment's RoleBindings name.
-	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gardener-knative"}}); err != nil {
-		return 0, err
-	}
 	for _, s := range shoots {
 		if err := testenv.EnrollShoot(ctx, seed.Client, s.tenant, s.env, s.object); err != nil {
 			return 0, fmt.Errorf("enrolling %s: %w", s.tenant, err)
@@ -210,7 +224,7 @@ func startServer(ctx context.Context) (<-chan error, error) {
 			KeyFile:        filepath.Join(serving.LocalServingCertDir, "tls.key"),
 			RequestTimeout: 10 * time.Second, ShutdownTimeout: 5 * time.Second,
 			Ready:   func(net.Addr) { close(ready) },
-			Tenants: tenants,
+			Tenants: tenants, Proofs: tenantproof.NewRing(seedReader, "gardener-knative", clock.RealClock{}),
 		}, served, serverReg, log)
 	}()
 	select {

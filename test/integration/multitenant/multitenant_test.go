@@ -146,17 +146,17 @@ func TestUnknownTenants(t *testing.T) {
 	require.NoError(t, seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: incomplete}}))
 
 	c := serverClient(t)
-	for _, tenant := range []string{"shoot--test--nowhere", incomplete} {
+	for _, tn := range []tenant.Name{"shoot--test--nowhere", tenant.Name(incomplete)} {
 		// The call fails with the reason: the kube-apiserver applies the registration's failure
 		// policy (TestUnknownTenantThroughTheShoot).
-		resp, err := c.Post("https://"+servingAddr()+"/"+tenant+projectedtokenmount.Path, "application/json", bytes.NewReader(admissionReviewBody(t, "default")))
+		resp, err := c.Post("https://"+servingAddr()+tenantPath(tn, projectedtokenmount.Path), "application/json", bytes.NewReader(admissionReviewBody(t, "default")))
 		require.NoError(t, err)
 		var status metav1.Status
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&status))
 		resp.Body.Close()
-		assert.Equal(t, http.StatusForbidden, resp.StatusCode, tenant)
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, tn)
 		assert.Equal(t, metav1.StatusReasonForbidden, status.Reason)
-		assert.Contains(t, status.Message, `unknown tenant "`+tenant+`"`)
+		assert.Contains(t, status.Message, `unknown tenant "`+string(tn)+`"`)
 
 		sar, err := json.Marshal(authorizationv1.SubjectAccessReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
@@ -165,10 +165,10 @@ func TestUnknownTenants(t *testing.T) {
 		})
 		require.NoError(t, err)
 		var authz authorizationv1.SubjectAccessReview
-		review(t, c, "/"+tenant+authorizerPath, sar, &authz)
-		assert.False(t, authz.Status.Allowed, tenant)
-		assert.False(t, authz.Status.Denied, "%s: no opinion", tenant)
-		assert.Contains(t, authz.Status.EvaluationError, `unknown tenant "`+tenant+`"`)
+		review(t, c, tenantPath(tn, authorizerPath), sar, &authz)
+		assert.False(t, authz.Status.Allowed, tn)
+		assert.False(t, authz.Status.Denied, "%s: no opinion", tn)
+		assert.Contains(t, authz.Status.EvaluationError, `unknown tenant "`+string(tn)+`"`)
 	}
 
 	// Paths that name no tenant of this server are not found, not a tenant's.

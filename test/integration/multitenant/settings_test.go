@@ -23,6 +23,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
@@ -198,7 +199,7 @@ func TestUnknownTenantThroughTheShoot(t *testing.T) {
 	ctx := context.Background()
 	const nowhere tenant.Name = "shoot--test--nowhere"
 	register := func(name, path string, policy admissionregistrationv1.FailurePolicyType) {
-		u, err := enrolmentpkg.TenantURL("https://x/shoot--p--s"+path, nowhere, "https://"+servingAddr())
+		u, err := tenantproof.URL("https://x/shoot--p--s"+path, nowhere, proofKey, "https://"+servingAddr())
 		require.NoError(t, err)
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		require.NoError(t, shootA.env.Client.Create(ctx, ns))
@@ -244,13 +245,13 @@ func TestUnenrolmentHandsTheShootBack(t *testing.T) {
 	c := serverClient(t)
 	patched := func() bool {
 		var answer admissionv1.AdmissionReview
-		review(t, c, "/"+string(shootA.tenant)+projectedtokenmount.Path, admissionReviewBody(t, "unenrolled"), &answer)
+		review(t, c, tenantPath(shootA.tenant, projectedtokenmount.Path), admissionReviewBody(t, "unenrolled"), &answer)
 		require.True(t, answer.Response.Allowed, "%+v", answer.Response.Result)
 		return answer.Response.Patch != nil
 	}
 	require.True(t, patched(), "an enrolled shoot's Pod gets the projected token")
 
-	deleted, err := enrolmentpkg.Unenrol(ctx, seed.Client, shootA.tenant, "gardener-knative")
+	deleted, err := enrolmentpkg.Unenrol(ctx, seed.Client, shootA.tenant)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_, err := enrolmentpkg.Enrol(ctx, seed.Client, shootA.tenant, "gardener-knative", enrolment())

@@ -2,6 +2,7 @@ package webhookcertificates_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
@@ -140,4 +142,82 @@ func shootBundles(t *testing.T, shoot *testenv.Env, obj *admissionregistrationv1
 		out = append(out, w.ClientConfig.CABundle)
 	}
 	return out
+}
+
+// proofsOf are the tenant proofs in the urls of the shoot's registration.
+func proofsOf(t *testing.T, shoot *testenv.Env, obj *admissionregistrationv1.ValidatingWebhookConfiguration) []string {
+	t.Helper()
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, shoot.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got))
+	var out []string
+	for _, w := range got.Webhooks {
+		u, err := url.Parse(*w.ClientConfig.URL)
+		require.NoError(t, err)
+		_, proof, _, _ := tenantproof.ParsePath(u.Path, tenant.DefaultPrefix)
+		out = append(out, proof)
+	}
+	return out
+}
+
+func proofKeys(t *testing.T) tenantproof.Keys {
+	t.Helper()
+	secret := &corev1.Secret{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: sources.Namespace, Name: tenantproof.SecretName}, secret))
+	keys, err := tenantproof.FromSecret(secret)
+	require.NoError(t, err)
+	return keys
+}
+
+// shootcabundle makes the seed's tenant proof keys, signs every tenant url of a shoot's
+// registrations (one without a proof, as rendered before proofs, too) and rotates the keys: a
+// new key signs only after PromotionDelay, the previous one is accepted until two rotations have
+// passed, so that a kube-apiserver with the previous proof is never refused in between.
+func TestShootRegistrationsCarryTheTenantsProofThroughARotation(t *testing.T) {
+	ctx := context.Background()
+	const tn = tenant.Name("shoot--p--proof")
+	shoot, err := testenv.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = shoot.Stop() })
+	require.NoError(t, testenv.Enroll(ctx, env.Client, tn, shoot))
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, clusterOf(tn)) })
+	cabundle := functiontest.New(t, env, shootcabundle.Function, functiontest.AsFunction(), functiontest.WithTenants(), functiontest.At(start))
+	registration := shootRegistration(t, shoot, tn, []string{
+		"https://grm-webhooks-tls." + sources.Namespace + ".svc/" + string(tn) + "/webhooks/x",
+		"https://elsewhere.example.com/webhooks/y",
+	}, [][]byte{nil, nil})
+	const rotation = 720 * time.Hour // TENANT_PROOF_ROTATION's default
+
+	cabundle.Sweep("resync")
+	keys := proofKeys(t)
+	require.Len(t, keys, 1, "the seed's first key")
+	first, _ := keys.Signing(cabundle.Clock.Now())
+	proofs := proofsOf(t, shoot, registration)
+	assert.Equal(t, first.Proof(tn), proofs[0], "the tenant's url is signed")
+	assert.Empty(t, proofs[1], "another host's url addresses no tenant")
+	verified := func(proof string) bool {
+		t.Helper()
+		ok, err := tenantproof.NewRing(env.Client, sources.Namespace, cabundle.Clock).Verify(ctx, tn, proof)
+		require.NoError(t, err)
+		return ok
+	}
+	assert.True(t, verified(proofs[0]))
+
+	// A rotation: the new key is accepted at once but signs only after PromotionDelay.
+	cabundle.Clock.Step(rotation)
+	cabundle.Sweep("resync")
+	require.Len(t, proofKeys(t), 2)
+	assert.Equal(t, first.Proof(tn), proofsOf(t, shoot, registration)[0], "not signed with a key a server may not know yet")
+	cabundle.Clock.Step(tenantproof.PromotionDelay)
+	cabundle.Sweep("resync")
+	second, _ := proofKeys(t).Signing(cabundle.Clock.Now())
+	require.NotEqual(t, first.ID(), second.ID())
+	assert.Equal(t, second.Proof(tn), proofsOf(t, shoot, registration)[0], "signed with the new key")
+	assert.True(t, verified(first.Proof(tn)), "the previous proof is still accepted (an authorizer file not yet rendered again)")
+
+	// The next rotation drops the first key.
+	cabundle.Clock.Step(rotation)
+	cabundle.Sweep("resync")
+	assert.Len(t, proofKeys(t), 2)
+	assert.False(t, verified(first.Proof(tn)), "two rotations old: no longer accepted")
+	assert.True(t, verified(second.Proof(tn)))
 }

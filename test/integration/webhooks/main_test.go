@@ -36,6 +36,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/webhooktest"
@@ -257,7 +258,7 @@ func installWebhookConfigurations(ctx context.Context, served map[string]bool) e
 		}
 		// config/shoot/ addresses a tenant of the multi-tenant server; this server is
 		// single-tenant, its target plays the shoot.
-		if _, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix); ok {
+		if _, _, rest, ok := tenantproof.ParsePath(u.Path, tenant.DefaultPrefix); ok {
 			u.Path = rest
 		}
 		if !served[u.Path] {
@@ -347,7 +348,7 @@ func installRegistration(t *testing.T, file, suffix string, probe func(ctx conte
 			require.NoError(t, err)
 			// A shoot template addresses a tenant of the multi-tenant server; this one is
 			// single-tenant and its target plays the shoot.
-			if _, rest, ok := webhook.ParseTenantPath(u.Path, tenant.DefaultPrefix); ok {
+			if _, _, rest, ok := tenantproof.ParsePath(u.Path, tenant.DefaultPrefix); ok {
 				u.Path = rest
 			}
 			u.Host = servingAddr()

@@ -1,0 +1,118 @@
+package multitenant_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
+	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
+)
+
+// unproven is how many tenant requests the server refused for a proof that is not the tenant's.
+func unproven(t *testing.T) float64 {
+	t.Helper()
+	families, err := serverReg.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "gardener_knative_webhook_tenant_refusals_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == "unproven" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// A shoot admin of A copies A's own registration (as the enrolment rendered it) and points it at
+// tenant B: the only proof they hold is A's. A's kube-apiserver calls the server at B's path, and
+// the fail-closed webhook rejects A's Pod with the refusal: no answer computed from B's cluster
+// (whether B has the Pod's ServiceAccount, which would mount a token) reaches A. The same without
+// any proof, as registrations rendered before tenant proofs were.
+func TestACopiedRegistrationCannotReachAnotherTenant(t *testing.T) {
+	ctx := context.Background()
+	// The Pod's ServiceAccount exists in B alone and opts out of automount: were B's answer given,
+	// the Pod would get a projected token.
+	serviceAccount(t, shootB, "only-in-b", false)
+
+	own := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	require.NoError(t, shootA.env.Client.Get(ctx, client.ObjectKey{Name: "gardener-knative-projected-token-mount"}, own))
+	ownURL, err := url.Parse(*own.Webhooks[0].ClientConfig.URL)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(ownURL.Path, "/"+string(shootA.tenant)+tenantproof.Separator), "the enrolment rendered A's proof: %s", ownURL.Path)
+	aProof := strings.TrimPrefix(strings.SplitN(ownURL.Path, "/", 3)[1], string(shootA.tenant)+tenantproof.Separator)
+
+	for name, forgedPath := range map[string]string{
+		"with-a-proof": "/" + string(shootB.tenant) + tenantproof.Separator + aProof + projectedtokenmount.Path,
+		"without":      "/" + string(shootB.tenant) + projectedtokenmount.Path,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "forged-" + name}}
+			require.NoError(t, shootA.env.Client.Create(ctx, ns))
+			forged := own.DeepCopy()
+			forged.ObjectMeta = metav1.ObjectMeta{Name: "forged-" + name}
+			u := *ownURL
+			u.Path = forgedPath
+			forged.Webhooks[0].Name = name + ".forged.test"
+			forged.Webhooks[0].ClientConfig.URL = new(u.String())
+			forged.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name}}
+			forged.Webhooks[0].ObjectSelector = nil
+			require.NoError(t, shootA.env.Client.Create(ctx, forged))
+			t.Cleanup(func() {
+				assert.NoError(t, shootA.env.Client.Delete(context.Background(), forged))
+				assert.NoError(t, shootA.env.Client.Delete(context.Background(), ns))
+			})
+
+			before := unproven(t)
+			pod := tokenPod("only-in-b")
+			pod.Namespace = ns.Name
+			var createErr error
+			require.Eventually(t, func() bool {
+				createErr = shootA.env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+				return createErr != nil && strings.Contains(createErr.Error(), "does not prove tenant "+string(shootB.tenant))
+			}, 30*time.Second, 100*time.Millisecond, "the fail-closed webhook rejects with the refusal: %v", createErr)
+			assert.Greater(t, unproven(t), before, "counted as unproven")
+		})
+	}
+}
+
+// A SubjectAccessReview for tenant B from a caller that is not B's kube-apiserver (it holds A's
+// proof) gets no opinion, whatever it asks; B's own proof gets B's answer.
+func TestAForgedReviewForAnotherTenantHasNoOpinion(t *testing.T) {
+	sar, err := json.Marshal(authorizationv1.SubjectAccessReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
+		Spec: authorizationv1.SubjectAccessReviewSpec{User: "gardener.cloud:node-agent:machine:m", Groups: []string{"gardener.cloud:node-agents"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "kube-system", Name: "c"}},
+	})
+	require.NoError(t, err)
+	c := serverClient(t)
+	forged := "/" + string(shootB.tenant) + tenantproof.Separator + proofKey.Proof(shootA.tenant) + authorizerPath
+	var answer authorizationv1.SubjectAccessReview
+	review(t, c, forged, sar, &answer)
+	assert.False(t, answer.Status.Allowed)
+	assert.False(t, answer.Status.Denied, "no opinion")
+	assert.Contains(t, answer.Status.EvaluationError, "does not prove tenant "+string(shootB.tenant))
+	assert.Empty(t, answer.Status.Reason, "nothing of B's answer")
+
+	answer = authorizationv1.SubjectAccessReview{}
+	review(t, c, tenantPath(shootB.tenant, authorizerPath), sar, &answer)
+	assert.Empty(t, answer.Status.EvaluationError, "B's own proof is answered")
+	assert.True(t, answer.Status.Denied, "the authorizer's own answer for B: %+v", answer.Status)
+}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubernetesscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,6 +40,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/webhookaccess"
 	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
 	"github.com/gardener-knative/gardener-knative/webhooks"
@@ -63,7 +65,14 @@ type Options struct {
 	// Key signs the tenant's proof in every url (pkg/tenantproof). Enrol defaults it to the
 	// signing key of the servers' namespace, making the first key of the seed when there is none.
 	Key tenantproof.Key
+	// TokenWait is how long Enrol waits for the token requestor's first token of the servers'
+	// identity in the shoot (DefaultTokenWait when zero).
+	TokenWait time.Duration
 }
+
+// DefaultTokenWait is Options.TokenWait's default: the token requestor writes the token on the
+// Secret's event, within seconds, or on its sweep, within a minute.
+const DefaultTokenWait = 2 * time.Minute
 
 // Registrations are the webhook registrations of a tenant: those of config/shoot/ (and the named
 // opt-in ones) whose webhook applies to a tenant with settings, at the tenant's path.
@@ -318,6 +327,9 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	if err != nil {
 		return nil, err
 	}
+	if err := enrolWebhookAccess(ctx, seed, shoot, t, opts.TokenWait); err != nil {
+		return nil, fmt.Errorf("the webhook servers' identity in the shoot of %s: %w", t, err)
+	}
 	settings, err := tenants.Settings(ctx, t)
 	if err != nil {
 		return nil, err
@@ -360,6 +372,56 @@ func Enrol(ctx context.Context, seed client.Client, t tenant.Name, serversNamesp
 	return result, nil
 }
 
+// enrolWebhookAccess gives the webhook servers their read-only identity in t's shoot
+// (pkg/tenant/webhookaccess): its RBAC there, and the token requestor Secret in t's namespace of
+// the seed. It waits up to tokenWait for the token requestor's first token, since the registrations
+// applied next are answered only once the servers can read the shoot.
+func enrolWebhookAccess(ctx context.Context, seed, shoot client.Client, t tenant.Name, tokenWait time.Duration) error {
+	objs, err := webhookaccess.ShootObjects()
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := apply(ctx, shoot, obj); err != nil {
+			return fmt.Errorf("applying %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	secret := webhookaccess.Secret(t)
+	if err := seed.Create(ctx, secret); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	if tokenWait == 0 {
+		tokenWait = DefaultTokenWait
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, tokenWait, true, func(ctx context.Context) (bool, error) {
+		if err := seed.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return len(secret.Data["token"]) > 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no token in %s/%s after %s: the token requestor (the function tokenrequestor, on per seed) writes it: %w", t, webhookaccess.SecretName, tokenWait, err)
+	}
+	return nil
+}
+
+// unenrolWebhookAccess removes what enrolWebhookAccess made, the ServiceAccount the token
+// requestor made in the shoot too (shoot is nil where it cannot be reached any more).
+func unenrolWebhookAccess(ctx context.Context, seed, shoot client.Client, t tenant.Name) error {
+	if shoot != nil {
+		objs, err := webhookaccess.ShootObjects()
+		if err != nil {
+			return err
+		}
+		for _, obj := range append(objs, webhookaccess.ServiceAccount()) {
+			if err := shoot.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+	}
+	return client.IgnoreNotFound(seed.Delete(ctx, webhookaccess.Secret(t)))
+}
+
 // bundlesOf reads what the registrations trust from the Secrets of the servers' namespace: the
 // serving certificates webhookcertificates issues and the ingress's CA (the operator's input), as
 // the function shootcabundle keeps them through rotations.
@@ -393,6 +455,9 @@ func Unenrol(ctx context.Context, seed client.Client, t tenant.Name) ([]string, 
 	}
 	if err := markEnrolled(ctx, seed, t, false); err != nil {
 		return nil, err
+	}
+	if err := unenrolWebhookAccess(ctx, seed, shoot, t); err != nil {
+		return nil, fmt.Errorf("the webhook servers' identity in the shoot of %s: %w", t, err)
 	}
 	if err := access.Unbind(ctx, seed, t); err != nil {
 		return nil, fmt.Errorf("tenant access in the seed: %w", err)

@@ -63,6 +63,11 @@ type Config struct {
 	ConflictRetries  int           `envconfig:"CONFLICT_RETRIES" default:"3"`
 	// ReleaseMemoryAfterSweep: Options.ReleaseMemoryAfterSweep (docs/configuration.md).
 	ReleaseMemoryAfterSweep bool `envconfig:"RELEASE_MEMORY_AFTER_SWEEP" default:"true"`
+	// TenantMaxInFlight: Options.TenantMaxInFlight, per seed only (DefaultTenantMaxInFlight says
+	// why 5; 0 turns the bound off).
+	TenantMaxInFlight int `envconfig:"TENANT_MAX_IN_FLIGHT" default:"5"`
+	// TenantLendBelow: Options.TenantLendBelow (DefaultTenantLendBelow says why 15).
+	TenantLendBelow int `envconfig:"TENANT_LEND_BELOW" default:"15"`
 }
 
 // Options returns the runtime options of the configuration.
@@ -75,6 +80,8 @@ func (c Config) Options() Options {
 		ConflictRetries:  c.ConflictRetries,
 
 		ReleaseMemoryAfterSweep: c.ReleaseMemoryAfterSweep,
+		TenantMaxInFlight:       c.TenantMaxInFlight,
+		TenantLendBelow:         c.TenantLendBelow,
 	}
 }
 

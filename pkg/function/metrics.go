@@ -24,6 +24,9 @@ type metrics struct {
 	// coalescedKeys, event keys served by a reconcile that began after the event arrived.
 	ownWrites     *prometheus.CounterVec
 	coalescedKeys *prometheus.CounterVec
+	// shed counts events answered 429 at once, before any work, by reason (tenant-busy: per
+	// seed, its tenant had TENANT_MAX_IN_FLIGHT events in flight); not in events.
+	shed *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, function string) *metrics {
@@ -81,13 +84,18 @@ func newMetrics(reg prometheus.Registerer, function string) *metrics {
 			Help:        "Event keys not reconciled because a live reconcile of the same key that began after the event arrived succeeded while it waited (as a work queue holds a key once), by reconciler.",
 			ConstLabels: constLabels,
 		}, []string{"reconciler"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "gardener_knative_function_shed_total",
+			Help:        "Events answered 429 with Retry-After at once, not handled (the sender retries them), by reason (tenant-busy: per seed, the event's tenant had TENANT_MAX_IN_FLIGHT events in flight). Not counted in gardener_knative_events_total.",
+			ConstLabels: constLabels,
+		}, []string{"reason"}),
 		swept: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name:        "gardener_knative_sweep_objects",
 			Help:        "Objects the last run of each sweep reconciled.",
 			ConstLabels: constLabels,
 		}, []string{"sweep"}),
 	}
-	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures, m.guard, m.ownWrites, m.coalescedKeys)
+	reg.MustRegister(m.events, m.reconcile, m.sweeps, m.swept, m.filtered, m.terminal, m.coalesced, m.keyFailures, m.guard, m.ownWrites, m.coalescedKeys, m.shed)
 	return m
 }
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -43,6 +44,13 @@ type Options struct {
 	// pages of that peak until its next forced collection (two minutes without one), which
 	// sweeps every minute never let come.
 	ReleaseMemoryAfterSweep bool
+	// TenantMaxInFlight bounds, per seed, the events of one tenant (the seed's own events are one
+	// tenant too) handled at once in the process; a further event of that tenant is answered 429
+	// with Retry-After at once (tenantshare.go). Zero: no bound (every mode but per seed has none).
+	TenantMaxInFlight int
+	// TenantLendBelow lends idle slots: while fewer events than this of all tenants are in
+	// flight, a tenant past TenantMaxInFlight is admitted too (0: never).
+	TenantLendBelow int
 }
 
 // Env is what the runtime serves a function with.
@@ -91,6 +99,8 @@ type Server struct {
 	scopes scopes
 	// releaseMemory runs when a sweep run ends (Options.ReleaseMemoryAfterSweep); nil for none.
 	releaseMemory func()
+	// share bounds each tenant's events in flight (Options.TenantMaxInFlight); nil for none.
+	share *tenantShare
 }
 
 // NewServer validates fn and builds its reconcilers.
@@ -102,6 +112,9 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("function %s: %w", fn.Name, err)
 	}
+	if opts.TenantMaxInFlight < 0 {
+		return nil, fmt.Errorf("function %s: TENANT_MAX_IN_FLIGHT (%d) must not be negative", fn.Name, opts.TenantMaxInFlight)
+	}
 	source := scoped(env.Source, inScope)
 	s := &Server{
 		fn: fn, handlers: map[string]Handler{}, opts: opts, log: env.Log,
@@ -111,6 +124,7 @@ func NewServer(fn *Function, env Env, opts Options) (*Server, error) {
 		runs:      map[string]*sweepRuns{},
 		config:    env.Config,
 		ownWrites: newOwnWrites(),
+		share:     newTenantShare(opts.TenantMaxInFlight, opts.TenantLendBelow),
 	}
 	if opts.ReleaseMemoryAfterSweep {
 		s.releaseMemory = debug.FreeOSMemory
@@ -158,6 +172,8 @@ func (s *Server) Mode() Mode {
 //     terminally (the error is logged and counted: retrying cannot help), or when it was a tick
 //     coalesced into the sweep run that began after it and succeeded;
 //   - 400/422 when it can never be handled (malformed; final for the sender);
+//   - 429 with Retry-After, at once, when per seed its tenant has Options.TenantMaxInFlight
+//     events in flight (the sender retries);
 //   - 503 when handling failed for a reason that may pass (the sender retries);
 //   - 500 when the function's own code panicked (a bug: retrying would not help; the next sweep
 //     tries again).
@@ -186,8 +202,19 @@ func (s *Server) answer(w http.ResponseWriter, eventType string, start time.Time
 	var evErr *eventError
 	var panicked *panicError
 	var ack *acknowledged
+	var busy *tenantBusy
 	switch {
 	case err == nil:
+	case errors.As(err, &busy):
+		// Counted apart from the events handled: shed in tens of microseconds, it is no outcome
+		// of handling, and it comes again.
+		s.metrics.shed.WithLabelValues(shedTenantBusy).Inc()
+		s.log.Debug("event shed, sender will retry", "tenant", busy.tenant, "type", eventType, "duration", time.Since(start))
+		w.Header().Set("Retry-After", strconv.Itoa(tenantBusyRetryAfter))
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = fmt.Fprintln(w, busy.Error())
+		return
 	case errors.As(err, &ack):
 		outcome, reason = ack.outcome, ack.Error()
 	case errors.As(err, &evErr):
@@ -248,6 +275,17 @@ func (s *Server) handle(ctx context.Context, event cloudevents.Event) error {
 	}
 	if !ok {
 		return unprocessable("event type %q is neither an ApiServerSource nor a PingSource event", event.Type())
+	}
+	// Per seed, each tenant's events in flight are bounded (Options.TenantMaxInFlight), ticks
+	// not: a sweep run serves every tenant at once, the ticks that arrive while it runs join
+	// one next run, and it bounds its tenants itself (tenantSweepConcurrency,
+	// SWEEP_CONCURRENCY). Shedding a tick would delay every tenant.
+	if tn, bounded := s.eventTenant(ev); bounded {
+		release, ok := s.share.admit(tn)
+		if !ok {
+			return &tenantBusy{tenant: tn, max: s.share.max}
+		}
+		defer release()
 	}
 	return s.HandleEvent(ctx, ev)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/enrolment"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/webhookaccess"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
@@ -72,6 +73,7 @@ func (l *Landscape) startWebhooks(ctx context.Context) error {
 	// manager has (the shoot role's defaults).
 	cmd := exec.Command(filepath.Join(l.opts.BinDir, "resource-manager"))
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(serving.LocalServingPort), "KUBECONFIG="+l.Kubeconfig, "MULTI_TENANT=true",
+		"TENANT_ACCESS_SECRET="+webhookaccess.SecretName,
 		"TLS_CERT_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.crt"), "TLS_KEY_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.key"))
 	if l.opts.FunctionOutput != nil {
 		cmd.Stdout = l.opts.FunctionOutput("webhooks")

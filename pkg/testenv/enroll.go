@@ -22,6 +22,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/access"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/webhookaccess"
 )
 
 // OurNamespace is where the seed part's identities live (function.SeedNamespace, which this
@@ -83,6 +84,9 @@ func EnrollShoot(ctx context.Context, seed client.Client, t tenant.Name, shoot *
 	if err := seed.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kubeconfigName}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
 		return err
 	}
+	if err := EnrollWebhookAccess(ctx, seed, t, shoot); err != nil {
+		return fmt.Errorf("the webhook servers' identity in the shoot: %w", err)
+	}
 	// As gardenlet keeps it: a token requestor Secret of the shoot's resource manager, renewed
 	// before it expires by the shoot's token requestor.
 	return seed.Create(ctx, &corev1.Secret{
@@ -116,4 +120,28 @@ func Kubeconfig(name string, cfg *rest.Config, user *clientcmdapi.AuthInfo) ([]b
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
 	return clientcmd.Write(*kc)
+}
+
+// EnrollWebhookAccess does what the enrolment and the token requestor do for the webhook servers'
+// read-only identity in the shoot (pkg/tenant/webhookaccess): its RBAC there, its ServiceAccount
+// and the token requestor Secret in the seed with a token valid for a day (Enroll does it too).
+func EnrollWebhookAccess(ctx context.Context, seed client.Client, t tenant.Name, shoot *Env) error {
+	objs, err := webhookaccess.ShootObjects()
+	if err != nil {
+		return err
+	}
+	sa := webhookaccess.ServiceAccount()
+	for _, obj := range append(objs, sa) {
+		if err := shoot.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	tokenRequest := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
+	if err := shoot.Client.SubResource("token").Create(ctx, sa, tokenRequest); err != nil {
+		return fmt.Errorf("requesting a token: %w", err)
+	}
+	secret := webhookaccess.Secret(t)
+	secret.Annotations[resourcesv1alpha1.ServiceAccountTokenRenewTimestamp] = tokenRequest.Status.ExpirationTimestamp.Add(-4 * time.Hour).UTC().Format(time.RFC3339)
+	secret.Data = map[string][]byte{"token": []byte(tokenRequest.Status.Token)}
+	return seed.Create(ctx, secret)
 }

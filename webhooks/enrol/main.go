@@ -42,6 +42,7 @@ func main() {
 		optIn       = flag.String("opt-in", "", "comma-separated webhooks of config/shoot-opt-in/ to register too")
 		authzDir    = flag.String("authorizer-kubeconfig", "", "directory to write each tenant's authorization webhook kubeconfig into")
 		unenrol     = flag.Bool("unenrol", false, "hand the shoots back to gardenlet's resource managers: delete our registrations, remove the label and the servers' access")
+		tokenWait   = flag.Duration("token-wait", enrolment.DefaultTokenWait, "how long to wait for the token requestor's first token of the servers' read-only identity in each shoot")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] TENANT...\n       %s -unenrol TENANT...\n", os.Args[0], os.Args[0])
@@ -61,7 +62,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(ctx, *caBundle, *namespace, *authzDir, enrolment.Options{Server: *server, ScaleToZero: *scaleToZero, OptIn: split(*optIn)}, flag.Args()); err != nil {
+	if err := run(ctx, *caBundle, *namespace, *authzDir, enrolment.Options{Server: *server, ScaleToZero: *scaleToZero, OptIn: split(*optIn), TokenWait: *tokenWait}, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "enrol:", err)
 		os.Exit(1)
 	}

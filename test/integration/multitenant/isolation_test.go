@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/webhookaccess"
 	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
@@ -115,4 +116,36 @@ func TestAForgedReviewForAnotherTenantHasNoOpinion(t *testing.T) {
 	review(t, c, tenantPath(shootB.tenant, authorizerPath), sar, &answer)
 	assert.Empty(t, answer.Status.EvaluationError, "B's own proof is answered")
 	assert.True(t, answer.Status.Denied, "the authorizer's own answer for B: %+v", answer.Status)
+}
+
+// The servers reach a shoot with their own identity there (config/shoot/access-grm-webhooks.yaml,
+// which every test of this suite is served with): it reads what the webhooks read and writes
+// nothing; it reads Secrets only in kube-system (the node-agent authorizer's).
+func TestTheServersIdentityInAShootOnlyReads(t *testing.T) {
+	ctx := context.Background()
+	user := "system:serviceaccount:" + metav1.NamespaceSystem + ":" + webhookaccess.ServiceAccountName
+	may := func(verb, group, resource, namespace string) bool {
+		t.Helper()
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace},
+		}}
+		require.NoError(t, shootA.env.Client.Create(ctx, review))
+		return review.Status.Allowed
+	}
+	for _, read := range []struct{ verb, group, resource, namespace string }{
+		{"get", "", "namespaces", ""}, {"get", "", "serviceaccounts", "default"}, {"get", "", "pods", "default"},
+		{"list", "", "nodes", ""}, {"list", "autoscaling", "horizontalpodautoscalers", "default"},
+		{"get", "certificates.k8s.io", "certificatesigningrequests", ""}, {"list", "", "secrets", metav1.NamespaceSystem},
+	} {
+		assert.True(t, may(read.verb, read.group, read.resource, read.namespace), "%+v", read)
+	}
+	for _, denied := range []struct{ verb, group, resource, namespace string }{
+		{"get", "", "secrets", "default"}, {"list", "", "secrets", ""}, {"create", "", "pods", "default"},
+		{"delete", "", "nodes", ""}, {"patch", "", "serviceaccounts", "default"}, {"create", "", "serviceaccounts/token", "kube-system"},
+		{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""}, {"escalate", "rbac.authorization.k8s.io", "clusterroles", ""},
+		{"create", "", "secrets", metav1.NamespaceSystem},
+	} {
+		assert.False(t, may(denied.verb, denied.group, denied.resource, denied.namespace), "%+v", denied)
+	}
 }

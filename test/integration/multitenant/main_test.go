@@ -32,6 +32,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/webhookaccess"
 	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
@@ -197,7 +198,7 @@ func startServer(ctx context.Context) (<-chan error, error) {
 		return nil, err
 	}
 	if tenants, err = clients.New(clients.Options{
-		Seed: seedReader, Scheme: kubernetesscheme.Scheme, Log: log,
+		Seed: seedReader, Scheme: kubernetesscheme.Scheme, Log: log, AccessSecret: webhookaccess.SecretName,
 		SharedMapper: seedReader.RESTMapper(), ConfigureREST: bootstrap.Unthrottled,
 	}); err != nil {
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +25,9 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenant/webhookaccess"
 	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
@@ -254,6 +258,8 @@ func TestUnenrolmentHandsTheShootBack(t *testing.T) {
 	deleted, err := enrolmentpkg.Unenrol(ctx, seed.Client, shootA.tenant)
 	require.NoError(t, err)
 	t.Cleanup(func() {
+		// The token requestor's part: no token requestor runs here.
+		require.NoError(t, testenv.EnrollWebhookAccess(ctx, seed.Client, shootA.tenant, shootA.env))
 		_, err := enrolmentpkg.Enrol(ctx, seed.Client, shootA.tenant, "gardener-knative", enrolment())
 		require.NoError(t, err)
 		tenants.Forget(shootA.tenant)
@@ -261,6 +267,10 @@ func TestUnenrolmentHandsTheShootBack(t *testing.T) {
 	})
 	assert.Len(t, deleted, 6, "every registration of ours: %v", deleted)
 	assert.Empty(t, registered(t, shootA))
+	// The servers' identity in the shoot is gone, and its token with it.
+	assert.True(t, apierrors.IsNotFound(seed.Client.Get(ctx, client.ObjectKeyFromObject(webhookaccess.Secret(shootA.tenant)), &corev1.Secret{})))
+	assert.True(t, apierrors.IsNotFound(shootA.env.Client.Get(ctx, client.ObjectKeyFromObject(webhookaccess.ServiceAccount()), &corev1.ServiceAccount{})))
+	assert.True(t, apierrors.IsNotFound(shootA.env.Client.Get(ctx, client.ObjectKey{Name: "gardener-knative:grm-webhooks"}, &rbacv1.ClusterRoleBinding{})))
 	cluster := &extensionsv1alpha1.Cluster{}
 	require.NoError(t, seed.Client.Get(ctx, client.ObjectKey{Name: string(shootA.tenant)}, cluster))
 	assert.NotContains(t, cluster.Labels, tenant.EnrolledLabel)

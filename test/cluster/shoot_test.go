@@ -27,6 +27,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/enrolment"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/tenanttest"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
@@ -67,8 +68,13 @@ func startShootOf(t *testing.T, tn tenant.Name, object *gardencorev1beta1.Shoot)
 	s := &shoot{tenant: tn}
 	settings := tenant.SettingsOf(object, tenanttest.SeedObject())
 	args := map[string]string{"egress-selector-config-file": filepath.Join(dir, "egress.yaml")}
-	// The authorizer's file, as the enrolment writes it (none for a workerless shoot).
-	authz, err := enrolment.AuthorizerKubeconfig(tn, &settings, shootEnrolment(t))
+	// The authorizer's file, as the enrolment writes it (none for a workerless shoot), its url
+	// with the tenant's proof under the seed's signing key (made here if no enrolment made it yet).
+	opts := shootEnrolment(t)
+	var err error
+	opts.Key, err = tenantproof.SigningKey(ctx, c, namespace, time.Now())
+	require.NoError(t, err)
+	authz, err := enrolment.AuthorizerKubeconfig(tn, &settings, opts)
 	require.NoError(t, err)
 	if authz != nil {
 		path := filepath.Join(t.TempDir(), "authorization-webhook.kubeconfig")
@@ -88,7 +94,7 @@ func startShootOf(t *testing.T, tn tenant.Name, object *gardencorev1beta1.Shoot)
 		_ = c.Delete(ctx, &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: string(s.tenant)}})
 		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: string(s.tenant)}})
 	})
-	result, err := enrolment.Enrol(ctx, c, s.tenant, namespace, shootEnrolment(t))
+	result, err := enrolment.Enrol(ctx, c, s.tenant, namespace, opts)
 	require.NoError(t, err, "enrolling the shoot with the webhook servers")
 	t.Logf("shoot %s at %s, registered %v", s.tenant, env.Config.Host, result.Registered)
 	return s

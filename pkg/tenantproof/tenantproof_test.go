@@ -21,7 +21,7 @@ import (
 
 var t0 = time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
 
-func mustKey(t *testing.T, at time.Time) Key {
+func mustKey(t testing.TB, at time.Time) Key {
 	t.Helper()
 	k, err := NewKey(at)
 	require.NoError(t, err)
@@ -256,4 +256,18 @@ func TestSigningKey(t *testing.T) {
 	again, err := SigningKey(ctx, c, "ns", t0.Add(time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, first.Proof("shoot--p--a"), again.Proof("shoot--p--a"), "made once, then read")
+}
+
+// BenchmarkVerify is what the proof costs a request: the proof checked against the two keys a
+// server holds through a rotation, the newer one matching last (the worst case).
+func BenchmarkVerify(b *testing.B) {
+	older, newer := mustKey(b, t0), mustKey(b, t0.Add(time.Hour))
+	keys := Keys{older, newer}
+	proof := newer.Proof("shoot--project--name")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !keys.Verify("shoot--project--name", proof) {
+			b.Fatal("refused")
+		}
+	}
 }

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -16,6 +20,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/eventauth"
 	"github.com/gardener-knative/gardener-knative/pkg/kube"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
@@ -68,6 +73,8 @@ type Config struct {
 	TenantMaxInFlight int `envconfig:"TENANT_MAX_IN_FLIGHT" default:"5"`
 	// TenantLendBelow: Options.TenantLendBelow (DefaultTenantLendBelow says why 15).
 	TenantLendBelow int `envconfig:"TENANT_LEND_BELOW" default:"15"`
+	// EVENT_AUDIENCE and EVENT_SENDERS: who may send the function events (pkg/eventauth).
+	eventauth.Policy
 }
 
 // Options returns the runtime options of the configuration.
@@ -260,7 +267,36 @@ func serve(ctx context.Context, fn *Function, env Env, process *bootstrap.Proces
 		return err
 	}
 	process.Log.Info("configured", "config", env.Config, "mode", server.Mode(), "onGarden", cfg.onGarden())
-	return process.Serve(ctx, server, bootstrap.ServeOptions{})
+	handler, err := authenticated(server, process, cfg.Policy)
+	if err != nil {
+		return err
+	}
+	return process.Serve(ctx, handler, bootstrap.ServeOptions{})
+}
+
+// authenticated serves app only to the senders of config, whose tokens the cluster the process
+// runs in (where Knative issues them) reviews; all senders when config names no audience.
+func authenticated(app http.Handler, process *bootstrap.Process, config eventauth.Policy) (http.Handler, error) {
+	if !config.Enabled() {
+		process.Log.Warn("event senders are not authenticated: EVENT_AUDIENCE is not set")
+		return app, nil
+	}
+	cfg, err := process.SourceRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	reviews, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := eventauth.New(config, func(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
+		return reviews.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	}, clock.RealClock{}, process.Registry)
+	if err != nil {
+		return nil, err
+	}
+	process.Log.Info("event senders are authenticated", "audience", config.Audience, "senders", config.Senders)
+	return auth.Wrap(app), nil
 }
 
 // tenantRates are the client-side rate limits of a per-seed deployment's tenants: each tenant's

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,10 +24,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"knative.dev/eventing/pkg/adapter/apiserver"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
+	eventingv1alpha1 "knative.dev/eventing/pkg/apis/eventing/v1alpha1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+	"knative.dev/pkg/kmeta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
@@ -145,6 +149,7 @@ func objectsIn(namespace string, fns []*function.Function, mode function.Mode, p
 		return nil, fmt.Errorf("broker is invalid: %w", err)
 	}
 	objs := []client.Object{broker}
+	var senders []client.Object
 	for _, c := range []function.Cluster{function.Source, function.Target, function.Garden} {
 		if watches := watchedResources(fns, c, mode); len(watches) > 0 {
 			source, err := clusterSource(namespace, c, watches, mode)
@@ -152,6 +157,11 @@ func objectsIn(namespace string, fns []*function.Function, mode function.Mode, p
 				return nil, err
 			}
 			objs = append(objs, source...)
+			for _, obj := range source {
+				if cs, ok := obj.(*sourcesv1.ContainerSource); ok {
+					senders = append(senders, cs)
+				}
+			}
 		}
 	}
 	for _, fn := range fns {
@@ -184,9 +194,14 @@ func objectsIn(namespace string, fns []*function.Function, mode function.Mode, p
 				return nil, fmt.Errorf("function %s: PingSource %s is invalid: %w", fn.Name, ping.Name, err)
 			}
 			objs = append(objs, ping)
+			senders = append(senders, ping)
 		}
 	}
-	return objs, nil
+	policy := sendersPolicy(namespace, senders)
+	if err := policy.Validate(ctx); err != nil {
+		return nil, fmt.Errorf("EventPolicy %s is invalid: %w", policy.Name, err)
+	}
+	return append(objs, policy), nil
 }
 
 // watchedResource is one resource entry of a source: a kind, and the label and field selectors
@@ -448,12 +463,62 @@ func triggerOf(namespace string, fn *function.Function, mode function.Mode) *eve
 		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Trigger"},
 		ObjectMeta: meta,
 		Spec: eventingv1.TriggerSpec{
-			Broker:     Broker,
-			Filters:    []eventingv1.SubscriptionsAPIFilter{{Any: any}},
-			Subscriber: duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: fn.Name}},
+			Broker:  Broker,
+			Filters: []eventingv1.SubscriptionsAPIFilter{{Any: any}},
+			Subscriber: duckv1.Destination{
+				Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: fn.Name},
+				// A Knative Service names no audience of its own: without one, the Broker's filter
+				// would send no token, and the function would refuse every event (pkg/eventauth).
+				Audience: ptr.To(EventAudience(namespace, fn.Name)),
+			},
 			// No delivery of its own: the Broker's (Plumbing) applies, one place to choose it.
 		},
 	}
+}
+
+// EventAudience is the audience of the tokens the Broker's filter sends a function's events with
+// (Knative's authentication-oidc): the one its Trigger names for its subscriber, which the
+// function checks (EVENT_AUDIENCE, pkg/eventauth). Knative's own form for an addressable,
+// <group>/<kind>/<namespace>/<name> (knative.dev/eventing/pkg/auth.GetAudienceDirect).
+func EventAudience(namespace, service string) string {
+	return strings.ToLower("serving.knative.dev/service/" + namespace + "/" + service)
+}
+
+// TriggerSender is the identity the Broker's filter delivers a Trigger's events as: the
+// Trigger's OIDC ServiceAccount, which Knative's Trigger reconciler creates
+// (knative.dev/eventing/pkg/auth.GetOIDCServiceAccountNameForResource), as a user name. Its
+// function honours only its own Trigger's (EVENT_SENDERS).
+func TriggerSender(namespace, trigger string) string {
+	return "system:serviceaccount:" + namespace + ":" + TriggerServiceAccount(trigger)
+}
+
+// TriggerServiceAccount is the name of a Trigger's OIDC ServiceAccount in its namespace.
+func TriggerServiceAccount(trigger string) string {
+	return strings.ToLower(kmeta.ChildName(trigger, "-oidc-eventing.knative.dev-trigger"))
+}
+
+// SendersPolicy is the EventPolicy name of a part's Broker: only the part's own sources may send
+// to it (Knative's broker ingress refuses every other sender with authentication-oidc on).
+const SendersPolicy = "gardener-knative-sources"
+
+// sendersPolicy lets the sources of a part (its ContainerSources and PingSources, by their OIDC
+// identities, which Knative resolves from each one's status) send to the part's Broker, and no
+// one else.
+func sendersPolicy(namespace string, senders []client.Object) *eventingv1alpha1.EventPolicy {
+	policy := &eventingv1alpha1.EventPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: eventingv1alpha1.SchemeGroupVersion.String(), Kind: "EventPolicy"},
+		ObjectMeta: objectMeta(namespace, "eventing", SendersPolicy),
+		Spec: eventingv1alpha1.EventPolicySpec{
+			To: []eventingv1alpha1.EventPolicySpecTo{{Ref: &eventingv1alpha1.EventPolicyToReference{
+				APIVersion: eventingv1.SchemeGroupVersion.String(), Kind: "Broker", Name: Broker}}},
+		},
+	}
+	for _, sender := range senders {
+		gvk := sender.GetObjectKind().GroupVersionKind()
+		policy.Spec.From = append(policy.Spec.From, eventingv1alpha1.EventPolicySpecFrom{Ref: &eventingv1alpha1.EventPolicyFromReference{
+			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: sender.GetName(), Namespace: namespace}})
+	}
+	return policy
 }
 
 func brokerSink() duckv1.Destination {

@@ -12,8 +12,11 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
+	eventingv1alpha1 "knative.dev/eventing/pkg/apis/eventing/v1alpha1"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"knative.dev/eventing/pkg/auth"
 	"knative.dev/eventing/pkg/eventfilter"
 	"knative.dev/eventing/pkg/eventfilter/subscriptionsapi"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -352,3 +355,39 @@ func TestGardenSource(t *testing.T) {
 	assert.Contains(t, filters["alpha"], eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{function.ClusterExtension: "source", "apiversion": "operator.gardener.cloud/v1alpha1", "kind": "Extension"}},
 		"alpha's Target is where it runs: the local source's")
 }
+
+// With Knative's authentication-oidc on, the Broker's filter sends a function's events with a
+// token of its Trigger's OIDC ServiceAccount for the audience its Trigger names; the function
+// honours those only (EVENT_AUDIENCE, EVENT_SENDERS). The names are Knative's own formulas; the
+// Broker takes events only from the part's sources (its EventPolicy).
+func TestSendersAreTheTriggersAndTheSources(t *testing.T) {
+	objs, err := sources.Objects(functions.All)
+	require.NoError(t, err)
+	triggerKind := eventingv1.SchemeGroupVersion.WithKind("Trigger")
+	var policies []*eventingv1alpha1.EventPolicy
+	var senders []string
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *eventingv1.Trigger:
+			require.NotNil(t, o.Spec.Subscriber.Audience, o.Name)
+			assert.Equal(t, auth.GetAudienceDirect(servingService, o.Namespace, o.Spec.Subscriber.Ref.Name), *o.Spec.Subscriber.Audience)
+			assert.Equal(t, sources.EventAudience(o.Namespace, o.Spec.Subscriber.Ref.Name), *o.Spec.Subscriber.Audience)
+			assert.Equal(t, "system:serviceaccount:"+o.Namespace+":"+auth.GetOIDCServiceAccountNameForResource(triggerKind, o.ObjectMeta), sources.TriggerSender(o.Namespace, o.Name))
+		case *sourcesv1.ContainerSource, *sourcesv1.PingSource:
+			senders = append(senders, obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName())
+		case *eventingv1alpha1.EventPolicy:
+			policies = append(policies, o)
+		}
+	}
+	require.Len(t, policies, 1)
+	var from []string
+	for _, f := range policies[0].Spec.From {
+		require.NotNil(t, f.Ref, "senders by reference, resolved by Knative")
+		from = append(from, f.Ref.Kind+"/"+f.Ref.Name)
+	}
+	assert.ElementsMatch(t, senders, from)
+	require.Len(t, policies[0].Spec.To, 1)
+	assert.Equal(t, "Broker", policies[0].Spec.To[0].Ref.Kind)
+}
+
+var servingService = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}

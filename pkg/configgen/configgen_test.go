@@ -63,7 +63,8 @@ func TestFunctionFile(t *testing.T) {
 	var role rbacv1.ClusterRole
 	require.NoError(t, sigsyaml.UnmarshalStrict(docs[1], &role))
 	require.Equal(t, "gardener-knative:demo", role.Name)
-	require.Equal(t, demo().RBAC, role.Rules)
+	// Its declared rules, and the review of its event senders' tokens.
+	require.Equal(t, append(demo().RBAC, configgen.EventReceiverRule), role.Rules)
 	var binding rbacv1.ClusterRoleBinding
 	require.NoError(t, sigsyaml.UnmarshalStrict(docs[2], &binding))
 	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "demo", Namespace: sources.Namespace}}, binding.Subjects)
@@ -184,6 +185,8 @@ func TestGardenAccess(t *testing.T) {
 	container := spec["containers"].([]any)[0].(map[string]any)
 	require.Equal(t, []any{
 		map[string]any{"name": function.NamespaceEnv, "value": "gardener-knative"},
+		map[string]any{"name": "EVENT_AUDIENCE", "value": "serving.knative.dev/service/gardener-knative/demo"},
+		map[string]any{"name": "EVENT_SENDERS", "value": "system:serviceaccount:gardener-knative:demo-oidc-eventing.knative.dev-trigger"},
 		map[string]any{"name": "GARDEN_KUBECONFIG_DATA", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "garden-access", "key": "kubeconfig"}}},
 		map[string]any{"name": "SEED_NAME", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "garden-access", "key": "seedName"}}},
 	}, container["env"])
@@ -198,7 +201,7 @@ func TestGardenAccess(t *testing.T) {
 		}
 	}
 	require.Len(t, roles, 1)
-	assert.Equal(t, fn.TargetRBAC, roles[0].Rules)
+	assert.Equal(t, append(fn.TargetRBAC, configgen.EventReceiverRule), roles[0].Rules)
 }
 
 // config/ reaches a second cluster only as the tenants of a seed or as the garden: a single

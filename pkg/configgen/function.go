@@ -42,23 +42,18 @@ func RBACObjects(fn *function.Function, part function.Part) []client.Object {
 // where it has nothing to do there (gardener-controller-manager's functions): it runs without
 // an API token of that cluster (runsAs).
 func DeployedRBACObjects(fn *function.Function, part function.Part) []client.Object {
-	switch {
-	case runsAs(fn) == "":
-		return nil
-	case fn.WorksOnGarden:
-		return rbacObjects(fn, part, fn.TargetRBAC, fn.NamespacedTargetRBAC)
+	if fn.WorksOnGarden {
+		return rbacObjects(fn, part, append(slices.Clone(fn.TargetRBAC), EventReceiverRule), fn.NamespacedTargetRBAC)
 	}
-	return RBACObjects(fn, part)
+	return rbacObjects(fn, part, append(slices.Clone(fn.RBACIn(part)), EventReceiverRule), fn.NamespacedRBAC)
 }
 
-// runsAs is the ServiceAccount a function's pods run as where config/ deploys it: its own, but
-// none for a function that works on the garden and has nothing to do where it runs.
-func runsAs(fn *function.Function) string {
-	if fn.WorksOnGarden && len(fn.TargetRBAC) == 0 && len(fn.NamespacedTargetRBAC) == 0 {
-		return ""
-	}
-	return fn.Name
-}
+// EventReceiverRule is what every function holds where it runs beyond its declaration: asking the
+// cluster that issued an event sender's token whether it is valid (pkg/eventauth), as every
+// Gardener component that authenticates its callers holds (system:auth-delegator's TokenReviews).
+// A function that works on the garden and has nothing else to do where it runs holds only this
+// there.
+var EventReceiverRule = rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}}
 
 func rbacObjects(fn *function.Function, part function.Part, rules []rbacv1.PolicyRule, namespaced map[string][]rbacv1.PolicyRule) []client.Object {
 	sa := &corev1.ServiceAccount{
@@ -141,11 +136,16 @@ func grants(component, name string, subjects []rbacv1.Subject, rules []rbacv1.Po
 // before the operator has created it. Every function is told its part's
 // namespace (function.NamespaceEnv).
 func KnativeService(fn *function.Function, part function.Part) (*unstructured.Unstructured, error) {
-	svc := knativeService(part.Namespace(), fn.Name, "functions/"+fn.Name, runsAs(fn))
+	svc := knativeService(part.Namespace(), fn.Name, "functions/"+fn.Name, fn.Name)
 	podSpec := svc.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 	container := podSpec["containers"].([]any)[0].(map[string]any)
 	container["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": SettingsConfigMap(fn), "optional": true}}}
-	env := []any{map[string]any{"name": function.NamespaceEnv, "value": part.Namespace()}}
+	env := []any{
+		map[string]any{"name": function.NamespaceEnv, "value": part.Namespace()},
+		// Only the Broker's deliveries by the function's own Trigger (pkg/eventauth).
+		map[string]any{"name": "EVENT_AUDIENCE", "value": sources.EventAudience(part.Namespace(), fn.Name)},
+		map[string]any{"name": "EVENT_SENDERS", "value": sources.TriggerSender(part.Namespace(), fn.Name)},
+	}
 	switch {
 	case fn.DeploymentMode() == function.PerSeed:
 		// Every shoot of the seed, reached with the access Secrets of its namespace.
@@ -259,17 +259,15 @@ func functionFile(fn *function.Function, part function.Part) (File, error) {
 	var buf bytes.Buffer
 	buf.WriteString(Header + "\n")
 	switch {
-	case runsAs(fn) == "":
-		fmt.Fprintf(&buf, "# The %s function: its Knative Service, derived from its declaration (functions/registry.go).\n", fn.Name)
-		buf.WriteString("# It works on the garden with the part's garden access (the Secret garden-access, whose identity\n")
-		buf.WriteString("# needs there the rules docs/functions/README.md lists) and needs no rights here. Its events reach it through\n")
 	case fn.WorksOnGarden:
-		fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, its RBAC where it runs (Function.TargetRBAC) and Knative\n", fn.Name)
+		fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, its RBAC where it runs (Function.TargetRBAC and the\n", fn.Name)
+		buf.WriteString("# review of its event senders' tokens) and Knative\n")
 		buf.WriteString("# Service, derived from its declaration (functions/registry.go). It works on the garden with the part's\n")
 		buf.WriteString("# garden access (the Secret garden-access, whose identity needs there the rules\n")
 		buf.WriteString("# docs/functions/README.md lists). Its events reach it through\n")
 	default:
-		fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, least-privilege RBAC (Function.RBAC) and Knative\n", fn.Name)
+		fmt.Fprintf(&buf, "# The %s function: its ServiceAccount, least-privilege RBAC (Function.RBAC and the review of its\n", fn.Name)
+		buf.WriteString("# event senders' tokens) and Knative\n")
 		buf.WriteString("# Service, derived from its declaration (functions/registry.go). Its events reach it through\n")
 	}
 	buf.WriteString("# the Broker and its Trigger (eventing.yaml). Settings: docs/configuration.md and\n")

@@ -15,12 +15,14 @@
 package eventauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -218,3 +220,27 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// SinkTokenFile is where Knative's SinkBinding puts a source's OIDC token with
+// authentication-oidc on (a ContainerSource's pods get it at /oidc/token, the Secret it keeps
+// fresh, projected); without the feature there is no such file.
+const SinkTokenFile = "/oidc/token"
+
+// TokenFileTransport sends every request of next with the token file holds as its bearer: the
+// sender side of Knative's OIDC for a ContainerSource, whose token Knative renews in the file. The
+// file is read for every request, so a renewed token is used at once; no file, no token.
+func TokenFileTransport(file string, next http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		token, err := os.ReadFile(file)
+		if err != nil || len(bytes.TrimSpace(token)) == 0 {
+			return next.RoundTrip(req)
+		}
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer "+string(bytes.TrimSpace(token)))
+		return next.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

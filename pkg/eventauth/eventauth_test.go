@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,4 +120,25 @@ func TestPolicyWithoutSendersIsRefused(t *testing.T) {
 	_, err := New(Policy{Audience: audience}, nil, nil, nil)
 	assert.ErrorContains(t, err, "EVENT_SENDERS")
 	assert.False(t, Policy{}.Enabled())
+}
+
+func TestTokenFileTransportSendsTheFilesCurrentToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	var got []string
+	next := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		got = append(got, req.Header.Get("Authorization"))
+		return &http.Response{StatusCode: http.StatusAccepted, Body: http.NoBody}, nil
+	})
+	rt := TokenFileTransport(file, next)
+	send := func() {
+		resp, err := rt.RoundTrip(httptest.NewRequest(http.MethodPost, "http://broker/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	send() // no file: Knative's OIDC is off
+	require.NoError(t, os.WriteFile(file, []byte("first\n"), 0o600))
+	send()
+	require.NoError(t, os.WriteFile(file, []byte("renewed"), 0o600))
+	send()
+	assert.Equal(t, []string{"", "Bearer first", "Bearer renewed"}, got)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
+	"github.com/gardener-knative/gardener-knative/sources"
 )
 
 // Options configure a landscape.
@@ -127,6 +128,17 @@ type Landscape struct {
 	exited   chan error
 	sources  *localsources.Sources
 	stopSeed context.CancelFunc
+	// tokens are the Triggers' tokens the Broker sends every event with (SenderToken).
+	tokens *localsources.TriggerTokens
+}
+
+// SenderToken is a token of function name's Trigger for its audience, as the Broker sends its
+// events with: what a test that sends a function events directly must send too.
+func (l *Landscape) SenderToken(ctx context.Context, name string) (string, error) {
+	if _, ok := l.services[name]; !ok {
+		return "", fmt.Errorf("no function %s in the landscape", name)
+	}
+	return l.tokens.TokenFor(ctx, sources.Namespace, name, name, sources.EventAudience(sources.Namespace, name))
 }
 
 // service is a function's processes behind one URL, as a Knative Service's pods.
@@ -171,6 +183,18 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 	if l.Kubeconfig, err = writeKubeconfig(l.Env, filepath.Join(opts.Dir, "kubeconfig")); err != nil {
 		return nil, err
 	}
+	main, err := kubernetes.NewForConfig(l.Env.Config)
+	if err != nil {
+		return nil, err
+	}
+	var seedIssuer kubernetes.Interface
+	// Each function's Trigger tokens come from the cluster it runs in, which reviews them.
+	l.tokens = &localsources.TriggerTokens{ClusterOf: func(subscriber string) kubernetes.Interface {
+		if fn, ok := functionNamed(opts.Functions, subscriber); ok && runsInSeed(fn) {
+			return seedIssuer
+		}
+		return main
+	}}
 	if slices.ContainsFunc(opts.Functions, perSeed) {
 		if l.Shoot, err = testenv.Start(); err != nil {
 			return nil, fmt.Errorf("shoot: %w", err)
@@ -193,6 +217,7 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 		if seedClient, err = kubernetes.NewForConfig(l.Seed.Config); err != nil {
 			return nil, err
 		}
+		seedIssuer = seedClient
 		var seedCtx context.Context
 		seedCtx, l.stopSeed = context.WithCancel(context.Background())
 		go finalizeNamespaces(seedCtx, seedClient)
@@ -236,6 +261,14 @@ func Start(ctx context.Context, opts Options) (l *Landscape, err error) {
 // the seed control plane, its Target (KUBECONFIG), as config/ runs gardenlet's part in a seed.
 func runsInSeed(fn *function.Function) bool {
 	return fn.WorksOnGarden && slices.Contains(fn.Parts, function.Seed)
+}
+
+func functionNamed(fns []*function.Function, name string) (*function.Function, bool) {
+	i := slices.IndexFunc(fns, func(fn *function.Function) bool { return fn.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return fns[i], true
 }
 
 // perSeed: the function serves the landscape's shoot as a tenant (MULTI_TENANT).
@@ -311,6 +344,9 @@ func (l *Landscape) startReplica(ctx context.Context, fn *function.Function, r *
 	if perSeed(fn) {
 		cmd.Env = append(cmd.Env, "MULTI_TENANT=true")
 	}
+	// Only its Trigger's deliveries, as config/ runs it (the Broker sends them with TriggerTokens).
+	cmd.Env = append(cmd.Env, "EVENT_AUDIENCE="+sources.EventAudience(sources.Namespace, name),
+		"EVENT_SENDERS="+sources.TriggerSender(sources.Namespace, name))
 	cmd.Env = append(cmd.Env, l.opts.Env[name]...)
 	if l.opts.FunctionOutput != nil {
 		cmd.Stdout = l.opts.FunctionOutput(name)
@@ -402,7 +438,7 @@ func (l *Landscape) StartSources(ctx context.Context, schedules map[string]strin
 		logger = zap.NewNop().Sugar()
 	}
 	opts := localsources.Options{Config: l.Env.Config, Sinks: l.URLs, Schedules: schedules, Logger: logger, Faults: l.opts.Faults, FaultSeed: l.opts.FaultSeed,
-		GardenInputs: map[string]string{"SEED_NAME": SeedName}}
+		GardenInputs: map[string]string{"SEED_NAME": SeedName}, Tokens: l.tokens}
 	if l.Shoot != nil {
 		tenants, err := clients.New(clients.Options{Seed: l.Env.Client, Scheme: scheme.Gardener, SharedMapper: l.Env.Client.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
 		if err != nil {

@@ -31,6 +31,9 @@ type Broker struct {
 	log    *zap.SugaredLogger
 	client *http.Client
 	wg     sync.WaitGroup
+	// Tokens, when set, authenticate every delivery as Knative's filter does with
+	// authentication-oidc on: the Trigger's token for its subscriber's audience.
+	Tokens *TriggerTokens
 	// DeadLettered counts events that exhausted their retries.
 	DeadLettered atomic.Int64
 	inFlight     atomic.Int64
@@ -120,7 +123,7 @@ func (b *Broker) deliver(r route, event cloudevents.Event) {
 		if attempt > 0 {
 			time.Sleep(r.retry.Backoff(attempt-1, nil))
 		}
-		code, err := b.send(r.sink, event, r.timeout)
+		code, err := b.send(r, event)
 		if err == nil && code >= 200 && code < 300 {
 			return
 		}
@@ -158,12 +161,21 @@ func retriable(code int) bool {
 	return code == 404 || code == 408 || code == 409 || code == 429 || code >= 500
 }
 
-func (b *Broker) send(sink string, event cloudevents.Event, timeout time.Duration) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+func (b *Broker) send(r route, event cloudevents.Event) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sink, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.sink, nil)
 	if err != nil {
 		return 0, err
+	}
+	if b.Tokens != nil {
+		token, err := b.Tokens.Token(ctx, r.trigger)
+		if err != nil {
+			return 0, fmt.Errorf("the token of trigger %s: %w", r.trigger.Name, err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 	}
 	if err := cehttp.WriteRequest(ctx, binding.ToMessage(&event), req); err != nil {
 		return 0, err

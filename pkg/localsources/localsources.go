@@ -42,6 +42,8 @@ type Options struct {
 	Garden *rest.Config
 	// Sinks maps a function's name to the URL its Trigger delivers to.
 	Sinks map[string]string
+	// Tokens authenticate the in-process Broker's deliveries (Broker.Tokens); none when nil.
+	Tokens *TriggerTokens
 	// Schedules overrides ping schedules by PingSource name, e.g. "bastion-resync" (tests
 	// sweep every second).
 	Schedules map[string]string
@@ -123,6 +125,7 @@ func Start(ctx context.Context, fns []*function.Function, opts Options) (*Source
 			cancel()
 			return nil, err
 		}
+		s.Broker.Tokens = opts.Tokens
 		s.Relay = NewFaultRelay(s.Broker, opts.Faults, opts.FaultSeed)
 		var stopBroker func() error
 		if brokerURL, stopBroker, err = s.Broker.Serve(s.Relay); err != nil {

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"time"
 
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"go.uber.org/zap"
 	"knative.dev/eventing/pkg/adapter/v2"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
 	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
+	"github.com/gardener-knative/gardener-knative/pkg/eventauth"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/scheme"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
@@ -67,7 +69,13 @@ func run(ctx context.Context) error {
 		return err
 	}
 	// One client to the sink for both modes: the sink and overrides are the container's.
-	sink, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0].Env})
+	// With Knative's authentication-oidc on, every event carries the source's OIDC token, which
+	// Knative's SinkBinding keeps fresh in eventauth.SinkTokenFile.
+	sink, err := adapter.NewClient(adapter.ClientConfig{Env: envs[0].Env, Options: []cehttp.Option{
+		cehttp.WithRoundTripperDecorator(func(next http.RoundTripper) http.RoundTripper {
+			return eventauth.TokenFileTransport(eventauth.SinkTokenFile, next)
+		}),
+	}})
 	if err != nil {
 		return err
 	}

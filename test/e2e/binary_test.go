@@ -27,7 +27,11 @@ func TestFunctionBinariesServeHealthAndMetrics(t *testing.T) {
 			}
 
 			ping := map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e2e", "Ce-Source": "e2e", "Ce-Type": "dev.knative.sources.ping"}
-			code, body := call(t, http.MethodPost, url, ping, `{"sweep":"no-such-sweep"}`)
+			// Only its Trigger may send it events (pkg/eventauth), as in config/.
+			code, body := call(t, http.MethodPost, url, ping, `{"sweep":"`+sweep+`"}`)
+			assert.Equal(t, http.StatusUnauthorized, code, body)
+			ping["Authorization"] = "Bearer " + senderToken(t, name)
+			code, body = call(t, http.MethodPost, url, ping, `{"sweep":"no-such-sweep"}`)
 			assert.Equal(t, http.StatusUnprocessableEntity, code)
 			assert.Contains(t, body, "no-such-sweep")
 			code, body = call(t, http.MethodPost, url, ping, `{"sweep":"`+sweep+`"}`)
@@ -36,6 +40,7 @@ func TestFunctionBinariesServeHealthAndMetrics(t *testing.T) {
 			_, metrics := call(t, http.MethodGet, url+"/metrics", nil, "")
 			for _, want := range []string{
 				`gardener_knative_events_total{function="` + name + `",outcome="rejected",type="dev.knative.sources.ping"} 1`,
+				`gardener_knative_event_sender_refusals_total{reason="missing"} 1`,
 				`gardener_knative_api_requests_total{code="200",resource=`,
 				`gardener_knative_sweep_duration_seconds_count{function="` + name + `",result="done",sweep="` + sweep + `"}`,
 				"process_resident_memory_bytes",
@@ -44,6 +49,14 @@ func TestFunctionBinariesServeHealthAndMetrics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// senderToken is a token of function name's Trigger, as the Broker sends its events with.
+func senderToken(t *testing.T, name string) string {
+	t.Helper()
+	token, err := land.SenderToken(t.Context(), name)
+	require.NoError(t, err)
+	return token
 }
 
 func call(t *testing.T, method, url string, headers map[string]string, body string) (int, string) {

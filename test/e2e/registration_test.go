@@ -96,7 +96,8 @@ func TestRegistrationChainInstallsTheExtensionOnTheSeed(t *testing.T) {
 	for i := 0; installationOf(t, name) != nil; i++ {
 		require.Less(t, i, 20, "the installation is gone; the last resync answered %s", sweep)
 		// The resync sweep, sent as its PingSource would, releases the finalizer.
-		ping := map[string]string{"Ce-Specversion": "1.0", "Ce-Id": fmt.Sprintf("e2e-%s-%d", name, i), "Ce-Source": "e2e", "Ce-Type": "dev.knative.sources.ping"}
+		ping := map[string]string{"Ce-Specversion": "1.0", "Ce-Id": fmt.Sprintf("e2e-%s-%d", name, i), "Ce-Source": "e2e", "Ce-Type": "dev.knative.sources.ping",
+			"Authorization": "Bearer " + senderToken(t, "controllerinstallation")}
 		code, body := call(t, http.MethodPost, url, ping, sources.PingData("resync"))
 		sweep = fmt.Sprintf("%d %s", code, body)
 		eventually(func() bool { return installationOf(t, name) == nil }, time.Second)

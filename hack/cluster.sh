@@ -349,6 +349,10 @@ knative_up() {
     sed -n '/^apiVersion:/,$p' "$f" | sed 's/^\(  [a-z0-9-]*\): .*@sha256:.*/\1: ""/'
   done >>"$D/eventing.yaml"
   apply_retrying "$D/eventing.yaml"
+  # Event senders authenticated (docs/deployment.md, prerequisites): Knative's OIDC sender identity,
+  # so that the Broker's EventPolicy and the functions' own checks (pkg/eventauth) hold.
+  wait_for "eventing's config-features" 120 kc -n knative-eventing patch configmap config-features --type merge \
+    -p '{"data":{"authentication-oidc":"enabled"}}'
   # Traefik runs on the host; Services with an EndpointSlice to the host stand for it in the cluster:
   # traefik for its private entries (Knative's cluster-local routes), traefik-public for the public one.
   kc create namespace traefik >/dev/null

@@ -75,6 +75,9 @@ func FunctionsIndex(fns []*function.Function) File {
 			}
 		}
 		rbac = append(rbac, namespacedRules(fn.NamespacedRBAC)...)
+		for _, r := range fn.TenantRBAC {
+			rbac = append(rbac, rule(r, " in enrolled tenants' namespaces"))
+		}
 		if fn.WorksOnGarden {
 			// Its declared rules are the garden identity's; where it runs it has its TargetRBAC.
 			rbac = append([]string{"in the garden (its garden access):"}, rbac...)

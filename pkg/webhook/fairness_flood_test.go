@@ -50,6 +50,11 @@ const (
 	// floodMeasureEnv runs the flood against a server in a process of its own, whose peak RSS
 	// it reports: GARDENER_KNATIVE_FLOOD_MEASURE=1 go test ./pkg/webhook/ -run TestFlood -v.
 	floodMeasureEnv = "GARDENER_KNATIVE_FLOOD_MEASURE"
+	// floodCgroupEnv puts the measured server process into a memory cgroup (v1) of this many
+	// MiB, the pods' limit (128): GARDENER_KNATIVE_FLOOD_MEASURE=1 GARDENER_KNATIVE_FLOOD_CGROUP=128
+	// (root, a writable /sys/fs/cgroup/memory). The kernel then kills the server where the pod
+	// would be OOM-killed, and the quiet tenant's requests fail.
+	floodCgroupEnv = "GARDENER_KNATIVE_FLOOD_CGROUP"
 )
 
 // floodServer serves a validating webhook that decodes both objects of an AdmissionReview (what
@@ -316,6 +321,9 @@ func startFloodServer(t *testing.T) (base string, peakRSS func() int64) {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	if mib, _ := strconv.Atoi(os.Getenv(floodCgroupEnv)); mib > 0 {
+		memoryCgroup(t, cmd.Process.Pid, int64(mib)<<20)
+	}
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {
 		if addr, ok := strings.CutPrefix(lines.Text(), "serving "); ok {
@@ -325,6 +333,36 @@ func startFloodServer(t *testing.T) (base string, peakRSS func() int64) {
 	}
 	t.Fatal("the server process did not start")
 	return "", nil
+}
+
+// memoryCgroup moves process pid into a memory cgroup (v1) of its own limited to limit bytes,
+// and reports at the end what the cgroup's memory peaked at, how often the limit was hit and
+// whether the kernel killed anything in it.
+func memoryCgroup(t *testing.T, pid int, limit int64) {
+	t.Helper()
+	dir := fmt.Sprintf("/sys/fs/cgroup/memory/gardener-knative-flood-%d", pid)
+	require.NoError(t, os.Mkdir(dir, 0o755), "a memory cgroup (v1, as root)")
+	write := func(file, value string) {
+		require.NoError(t, os.WriteFile(dir+"/"+file, []byte(value), 0o644), file)
+	}
+	write("memory.limit_in_bytes", strconv.FormatInt(limit, 10))
+	write("cgroup.procs", strconv.Itoa(pid))
+	t.Cleanup(func() {
+		read := func(file string) string {
+			data, err := os.ReadFile(dir + "/" + file)
+			if err != nil {
+				return err.Error()
+			}
+			return strings.TrimSpace(string(data))
+		}
+		maxUsage, _ := strconv.ParseInt(read("memory.max_usage_in_bytes"), 10, 64)
+		t.Logf("memory cgroup of %d MiB: peak usage %.1f MiB, limit hit %s times; oom_control: %s",
+			limit>>20, float64(maxUsage)/(1<<20), read("memory.failcnt"), strings.ReplaceAll(read("memory.oom_control"), "\n", ", "))
+		assert.NotContains(t, read("memory.oom_control"), "oom_kill 1", "the server was killed for memory")
+		// The process back into the root group, so that the emptied one can go.
+		assert.NoError(t, os.WriteFile("/sys/fs/cgroup/memory/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644))
+		assert.NoError(t, os.Remove(dir))
+	})
 }
 
 // vmHWM is a process's peak RSS.

@@ -9,6 +9,8 @@
 #   manager, kubectl
 #   traefik                         Knative's ingress (Traefik's Knative provider), hack/tools/traefik
 #   coredns                         cluster.local DNS without an upstream, hack/tools/coredns
+#   netpol                          the NetworkPolicy enforcer: sig-network's kube-network-policies,
+#                                   hack/tools/netpol
 #   ko                              hack/ko.sh
 #
 # Build logs go to stderr.
@@ -21,10 +23,13 @@ cache=${CLUSTER_CACHE:-$root/.cache/cluster}
 tools="$root/hack/tools"
 TRAEFIK_VERSION=$(go -C "$tools/traefik" list -m -f '{{.Version}}' github.com/traefik/traefik/v3)
 COREDNS_VERSION=$(go -C "$tools/coredns" list -m -f '{{.Version}}' github.com/coredns/coredns)
+NETPOL_VERSION=$(go -C "$tools/netpol" list -m -f '{{.Version}}' sigs.k8s.io/kube-network-policies)
 # Each binary is cached under its version; $cache/bin links the ones of this checkout's versions.
 kube="$cache/k8s-$KUBE_VERSION" traefik="$cache/traefik-$TRAEFIK_VERSION" coredns="$cache/coredns-$COREDNS_VERSION"
+# netpol's own main.go is part of its cache key, beside kube-network-policies' version.
+netpol="$cache/netpol-$NETPOL_VERSION-$(cat "$tools/netpol/main.go" "$tools/netpol/go.sum" | sha256sum | cut -c1-12)"
 assets="$cache/bin"
-mkdir -p "$kube" "$traefik" "$coredns" "$assets"
+mkdir -p "$kube" "$traefik" "$coredns" "$netpol" "$assets"
 
 log() { echo "cluster-assets: $*" >&2; }
 
@@ -61,6 +66,9 @@ tool() { # name version-dir module-dir package
 }
 tool traefik "$traefik" "$tools/traefik" github.com/traefik/traefik/v3/cmd/traefik
 tool coredns "$coredns" "$tools/coredns" github.com/coredns/coredns
+# The enforcer's command is ours (a kubeconfig instead of the in-cluster configuration), its
+# controller kube-network-policies' (hack/tools/netpol/main.go).
+tool netpol "$netpol" "$tools/netpol" .
 ln -sfn "$("$root/hack/ko.sh")" "$assets/ko"
 # The registry is this repository's own code: built every time (Go's build cache makes that quick).
 for p in clusterregistry clusteregress; do (cd "$root" && CGO_ENABLED=0 go build -o "$assets/$p" ./hack/$p); done

@@ -25,6 +25,8 @@ D=${CLUSTER_DIR:-/var/tmp/gardener-knative-cluster}
 # 10.96.0.0/24, routed onto the portless bridge gk-svc0; nothing of either range leaves the machine.
 POD_CIDR=10.244.0.0/24 POD_RANGE=10.244.0.0/16 SVC_CIDR=10.96.0.0/24
 POD_BRIDGE=gk-pods0 SVC_BRIDGE=gk-svc0 CHAIN=GK-CLUSTER
+# The NetworkPolicy enforcer's chain (mangle) and nfqueue.
+NETPOL_CHAIN=GK-NETPOL NETPOL_QUEUE=100
 NODE=gk-node
 ETCD_PORT=22379 API_PORT=26443 REGISTRY=127.0.0.1:25000 INGRESS_PORT=28080 INGRESS_TLS_PORT=28443
 # The virtual garden's: a kube-apiserver and etcd of their own, and the range of its Services
@@ -97,6 +99,21 @@ network_up() {
   iptables -A "$CHAIN" -d "$SVC_CIDR" -j DROP
   iptables -I FORWARD -j "$CHAIN"
   iptables -I OUTPUT -j "$CHAIN"
+  # NetworkPolicies: the first packet of every new connection forwarded to or from a pod (pod to
+  # pod, also through a Service) goes to the enforcer's nfqueue (netpol, started by cluster_up),
+  # which accepts or drops it as the policies say; the rest of the connection follows conntrack.
+  # The node's own traffic (kubelet's probes, the ingress, the egress proxy, the suite) is
+  # locally generated, not forwarded, and so not governed, as on common enforcers. In mangle,
+  # before filter's FORWARD, so that an accepted packet still meets GK-CLUSTER and kube-proxy's
+  # rules; --queue-bypass lets packets through while no enforcer listens (before it starts).
+  # xtables' NFQUEUE target: this kernel has no nft_queue (CONFIG_NFT_QUEUE), which
+  # kube-network-policies' own nftables rules need.
+  iptables -t mangle -N "$NETPOL_CHAIN"
+  for dir in -d -s; do
+    iptables -t mangle -A "$NETPOL_CHAIN" "$dir" "$POD_CIDR" -m conntrack --ctstate NEW \
+      -j NFQUEUE --queue-num "$NETPOL_QUEUE" --queue-bypass
+  done
+  iptables -t mangle -I FORWARD -j "$NETPOL_CHAIN"
 }
 
 # The Kubernetes control plane and node (settings: docs/cluster.md).
@@ -226,6 +243,10 @@ Y
   start kube-proxy "$assets/kube-proxy" --kubeconfig "$D/kubeconfig" --hostname-override "$NODE" \
     --proxy-mode iptables --cluster-cidr "$POD_CIDR" --conntrack-max-per-core 0 \
     --metrics-bind-address 127.0.0.1:20249 --healthz-bind-address 127.0.0.1:20256
+  # NetworkPolicies are enforced by sig-network's kube-network-policies (hack/tools/netpol), a
+  # host process beside kube-proxy, on the packets network_up queues to it.
+  start netpol "$assets/netpol" --kubeconfig "$D/kubeconfig" --hostname-override "$NODE" \
+    --nfqueue-id "$NETPOL_QUEUE" --metrics-bind-address 127.0.0.1:20260
   start kube-controller-manager "$assets/kube-controller-manager" --kubeconfig "$D/kubeconfig" \
     --leader-elect=false --bind-address 127.0.0.1 --secure-port 20257 \
     --service-account-private-key-file "$D/pki/sa.key" --root-ca-file "$D/pki/apiserver.crt" \
@@ -598,6 +619,9 @@ down() {
   iptables -D OUTPUT -j "$CHAIN" 2>/dev/null
   iptables -F "$CHAIN" 2>/dev/null
   iptables -X "$CHAIN" 2>/dev/null
+  iptables -t mangle -D FORWARD -j "$NETPOL_CHAIN" 2>/dev/null
+  iptables -t mangle -F "$NETPOL_CHAIN" 2>/dev/null
+  iptables -t mangle -X "$NETPOL_CHAIN" 2>/dev/null
   # kubelet's, kube-proxy's and CNI's chains (nothing else on this host makes KUBE- or CNI- chains).
   for ipt in iptables ip6tables; do
     for t in filter nat mangle; do

@@ -33,7 +33,7 @@ cd "$root"
 # The installed release first (min-scale 2 for the fail-closed webhooks): Ready, then at work.
 go test -count=1 -timeout 30m -v -run 'TestDeployedAndReady' ./test/cluster/
 echo "e2e-cluster: from kubectl apply to all Ready: $(( $(date +%s) - t2 ))s"
-go test -count=1 -timeout 30m -v -run 'TestReleaseInstalled|TestNothingReachableFromOutside|TestForgedEventsRefused|TestCRDDeletionProtection|TestExtensionRegistrationValidatesTheGarden|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestWebhookCertificateRotation|TestGardenRegistrationFollowsARotation|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
+go test -count=1 -timeout 30m -v -run 'TestReleaseInstalled|TestNothingReachableFromOutside|TestForgedEventsRefused|TestNetworkPoliciesEnforced|TestCRDDeletionProtection|TestExtensionRegistrationValidatesTheGarden|TestProjectedTokenMount|TestWebhookPodLossRefusesNothing|TestWebhookCertificateRotation|TestGardenRegistrationFollowsARotation|TestNodeAgentAuthorizer|TestProjectCreatesItsNamespace|TestEvent|TestPingSourceSweep|TestShoot' ./test/cluster/
 
 # Then the release's scale-to-zero variant of each part on top (every Service may scale to zero,
 # webhook timeouts 30 s): the same end state as `ko apply -f config/<part>/ -f

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	cmv1alpha1 "github.com/gardener/gardener/pkg/apis/config/controllermanager/v1alpha1"
@@ -59,11 +60,16 @@ type ResourceManagerFile struct {
 	// decoding is lenient (the file may be written for another Gardener version, and carries our
 	// keys), so callers log them instead of failing.
 	Unknown []string
+	// Renamed lists the keys of the specification the file sets where Gardener v1.150 names them
+	// otherwise: they are honoured, and callers log them.
+	Renamed []string
 }
 
 // ResourceManagerExtensions are the keys gardener-knative reads beyond Gardener v1.150's
 // ResourceManagerConfiguration, at the paths Gardener would give them (or gave them: the
-// TokenInvalidator's keys are those of the last release that shipped it, v1.113).
+// TokenInvalidator's keys are those of the last release that shipped it, v1.113), and the keys
+// the specification names where Gardener v1.150's type names them otherwise (taken into
+// Gardener's fields on reading: fold).
 type ResourceManagerExtensions struct {
 	Controllers struct {
 		GarbageCollector struct {
@@ -71,18 +77,39 @@ type ResourceManagerExtensions struct {
 			// is collected (Gardener hard-codes 10m).
 			MinimumObjectLifetime *metav1.Duration `json:"minimumObjectLifetime,omitempty"`
 		} `json:"garbageCollector"`
-		TokenInvalidator struct {
-			Enabled bool `json:"enabled"`
-			// ConcurrentSyncs is accepted for files written for Gardener; a function has no
-			// workers to size.
-			ConcurrentSyncs *int `json:"concurrentSyncs,omitempty"`
-		} `json:"tokenInvalidator"`
+		TokenInvalidator tokenInvalidator `json:"tokenInvalidator"`
+		// TokenValidator is the specification's name of TokenInvalidator's keys.
+		TokenValidator tokenInvalidator `json:"tokenValidator"`
+		// Node is the specification's name (Gardener's before v1.150 renamed the controller) of
+		// the node critical components controller's keys: only its backoff is read.
+		Node struct {
+			Backoff *metav1.Duration `json:"backoff,omitempty"`
+		} `json:"node"`
 	} `json:"controllers"`
 	Webhooks struct {
-		TokenInvalidator struct {
-			Enabled bool `json:"enabled"`
-		} `json:"tokenInvalidator"`
+		TokenInvalidator enabled `json:"tokenInvalidator"`
+		// TokenValidator is the specification's name of TokenInvalidator.
+		TokenValidator enabled `json:"tokenValidator"`
 	} `json:"webhooks"`
+	// SourceClientConnection and TargetClientConnection carry the specification's single
+	// namespace (Gardener v1.150 takes a list, namespaces).
+	SourceClientConnection singleNamespace `json:"sourceClientConnection"`
+	TargetClientConnection singleNamespace `json:"targetClientConnection"`
+}
+
+type enabled struct {
+	Enabled bool `json:"enabled"`
+}
+
+type tokenInvalidator struct {
+	Enabled bool `json:"enabled"`
+	// ConcurrentSyncs is accepted for files written for Gardener; a function has no
+	// workers to size.
+	ConcurrentSyncs *int `json:"concurrentSyncs,omitempty"`
+}
+
+type singleNamespace struct {
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // extensionFields are the strict decoder's names of the Extensions' fields.
@@ -90,6 +117,51 @@ var extensionFields = map[string]bool{
 	"controllers.garbageCollector.minimumObjectLifetime": true,
 	"controllers.tokenInvalidator":                       true,
 	"webhooks.tokenInvalidator":                          true,
+	"controllers.tokenValidator":                         true,
+	"webhooks.tokenValidator":                            true,
+	"controllers.node":                                   true,
+	"sourceClientConnection.namespace":                   true,
+	"targetClientConnection.namespace":                   true,
+}
+
+// fold takes the specification's keys into the fields Gardener v1.150 reads them from, before
+// Gardener's defaults: a file written to the specification works as one written for v1.150. Each
+// key taken is reported in Renamed, with the name the file should use.
+func (f *ResourceManagerFile) fold() {
+	ext := &f.Extensions
+	if ext.Controllers.TokenValidator.Enabled {
+		ext.Controllers.TokenInvalidator.Enabled = true
+		f.Renamed = append(f.Renamed, "controllers.tokenValidator is read as controllers.tokenInvalidator")
+	}
+	if ext.Webhooks.TokenValidator.Enabled {
+		ext.Webhooks.TokenInvalidator.Enabled = true
+		f.Renamed = append(f.Renamed, "webhooks.tokenValidator is read as webhooks.tokenInvalidator")
+	}
+	if backoff := ext.Controllers.Node.Backoff; backoff != nil {
+		if f.Controllers.NodeCriticalComponents.Backoff == nil {
+			f.Controllers.NodeCriticalComponents.Backoff = backoff
+		}
+		f.Renamed = append(f.Renamed, "controllers.node.backoff is deprecated: Gardener v1.150 reads controllers.nodeCriticalComponents.backoff")
+	}
+	if f.TargetClientConnection == nil && ext.TargetClientConnection.Namespace != "" {
+		f.TargetClientConnection = &rmv1alpha1.ClientConnection{}
+	}
+	for _, c := range []struct {
+		key        string
+		namespace  string
+		connection *rmv1alpha1.ClientConnection
+	}{
+		{"sourceClientConnection", ext.SourceClientConnection.Namespace, &f.SourceClientConnection},
+		{"targetClientConnection", ext.TargetClientConnection.Namespace, f.TargetClientConnection},
+	} {
+		if c.namespace == "" {
+			continue
+		}
+		if !slices.Contains(c.connection.Namespaces, c.namespace) {
+			c.connection.Namespaces = append(c.connection.Namespaces, c.namespace)
+		}
+		f.Renamed = append(f.Renamed, c.key+".namespace is deprecated: Gardener v1.150 reads "+c.key+".namespaces")
+	}
 }
 
 var unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
@@ -118,6 +190,7 @@ func ResourceManager(path string) (*ResourceManagerFile, error) {
 		if err := yaml.Unmarshal(data, &file.Extensions); err != nil {
 			return nil, fmt.Errorf("decoding component configuration %s: %w", path, err)
 		}
+		file.fold()
 	}
 	configScheme.Default(file.ResourceManagerConfiguration)
 	return file, nil

@@ -147,6 +147,9 @@ func LoadConfig(fn *Function, files ComponentConfigs) (any, error) {
 		for _, unknown := range rm.Unknown {
 			slog.Warn("component configuration: field ignored", "file", files.ResourceManager, "error", unknown)
 		}
+		for _, renamed := range rm.Renamed {
+			slog.Warn("component configuration: the specification's key honoured", "file", files.ResourceManager, "key", renamed)
+		}
 		fromRM.FromResourceManager(rm)
 	}
 	if err := envconfig.Process("", cfg); err != nil {

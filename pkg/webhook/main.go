@@ -98,6 +98,9 @@ func Run(ctx context.Context, all []Constructor, ready func(net.Addr)) error {
 	for _, unknown := range rmFile.Unknown {
 		log.Warn("component configuration: field ignored", "file", cfg.ResourceManagerConfig, "error", unknown)
 	}
+	for _, renamed := range rmFile.Renamed {
+		log.Warn("component configuration: the specification's key honoured", "file", cfg.ResourceManagerConfig, "key", renamed)
+	}
 	rmConfig := rmFile.ResourceManagerConfiguration
 	selected, err := Select(all, cfg.Webhooks, rmFile)
 	if err != nil {

@@ -62,8 +62,13 @@ func main() {
 			NodeName: *node,
 			// Not needed on kernels 6.12+ (this one is newer); DNS is the host's anyway.
 			NetfilterBug1766Fix: false,
-			// containerd 1.6 (Debian's) has no NRI: pod addresses come from the API server.
-			NRIdisabled: true,
+			// containerd 1.6 (Debian's) has no NRI, so pod addresses come from the API server. Yet
+			// NRI stays "enabled": v0.8.0 asks its NRI plugin for every address the pod index lacks
+			// (a new pod's, the bridge's) and, with NRI disabled, the plugin is nil and the enforcer
+			// crashes on the first such packet, after which --queue-bypass lets everything through.
+			// Enabled, the plugin exists, its connection to the missing NRI socket fails once at
+			// start (logged as "nri plugin exited"), and its empty map answers "no pod".
+			NRIdisabled: false,
 		})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -208,6 +208,54 @@ func TestOtherClassIsLeftAlone(t *testing.T) {
 	assert.Empty(t, get(t, mr).Finalizers)
 }
 
+// A ManagedResource whose class changes is handed over as in Gardener: the instance of the new
+// class waits while the old class's finalizer is there; the old class's instance deletes what it
+// applied and removes its finalizer; then the new class's applies it again.
+func TestClassChangeHandsOver(t *testing.T) {
+	ctx := context.Background()
+	old := singleTarget(t)
+	seedClass := config(t)
+	seedClass.ResourceClass = "seed"
+	newer := singleTarget(t, functiontest.WithConfig(seedClass))
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "moving", map[string]string{"objects.yaml": configMap(ns, "obj", "a")})
+	old.Send("add", mr)
+	obj := client.ObjectKey{Namespace: ns, Name: "obj"}
+	require.NoError(t, shootA.Client.Get(ctx, obj, &corev1.ConfigMap{}))
+	assert.Equal(t, []string{defaultFinalizer}, get(t, mr).Finalizers)
+
+	moved := get(t, mr)
+	moved.Spec.Class = ptr.To("seed")
+	require.NoError(t, seed.Client.Update(ctx, moved))
+	newer.Send("update", get(t, mr))
+	assert.Equal(t, []string{defaultFinalizer}, get(t, mr).Finalizers, "the new class waits for the old one's cleanup")
+
+	old.Send("update", get(t, mr))
+	err := shootA.Client.Get(ctx, obj, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "the old class deletes what it applied: %v", err)
+	assert.Empty(t, get(t, mr).Finalizers)
+
+	newer.Send("update", get(t, mr))
+	require.NoError(t, shootA.Client.Get(ctx, obj, &corev1.ConfigMap{}))
+	assert.Equal(t, []string{defaultFinalizer + "-seed"}, get(t, mr).Finalizers)
+}
+
+// sourceClientConnection.namespaces confines a deployment to those namespaces of the source: a
+// ManagedResource elsewhere is not its own (nothing applied, no finalizer).
+func TestNamespaceNotServedIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	cfg := config(t)
+	cfg.Namespaces = []string{"somewhere-else"}
+	h := singleTarget(t, functiontest.WithConfig(cfg))
+	ns := namespace(t, shootA)
+	_, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": configMap(ns, "obj", "a")})
+	h.Send("add", mr)
+	h.Sweep("sync")
+	err := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "obj"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	assert.Empty(t, get(t, mr).Finalizers)
+}
+
 // alwaysUpdate writes every object on every reconcile, even when nothing changed, so that
 // admission sees it again; without it, a reconcile with nothing changed writes nothing.
 func TestAlwaysUpdate(t *testing.T) {
@@ -268,3 +316,6 @@ func TestOriginNamesTheClusterIdentity(t *testing.T) {
 	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "identified"}, cm))
 	assert.Equal(t, "seed-identity:"+ns+"/identified", cm.Annotations[resourcesv1alpha1.OriginAnnotation])
 }
+
+// defaultFinalizer is the default class's finalizer (Gardener's); another class appends "-<class>".
+const defaultFinalizer = "resources.gardener.cloud/gardener-resource-manager"

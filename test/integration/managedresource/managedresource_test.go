@@ -3,6 +3,7 @@ package managedresource_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/andybalholm/brotli"
@@ -141,6 +142,41 @@ func TestRemovedObjectsAreDeletedOrReleased(t *testing.T) {
 	require.NoError(t, shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "released"}, cm))
 	assert.NotContains(t, cm.Annotations, resourcesv1alpha1.OriginAnnotation, "released, no longer managed")
 	assert.Len(t, get(t, mr).Status.Resources, 1)
+}
+
+// With the garbage collector on, a garbage-collectable ConfigMap or Secret no longer described
+// is left for the collector (which deletes it once nothing references it); with it off, and for
+// any other object, it is deleted as usual.
+func TestGarbageCollectableObjectsAreLeftToTheCollector(t *testing.T) {
+	ctx := context.Background()
+	collectable := func(kind, ns, name string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: %s\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    resources.gardener.cloud/garbage-collectable-reference: \"true\"\n", kind, name, ns)
+	}
+	for _, collectorOn := range []bool{true, false} {
+		cfg := config(t)
+		cfg.GarbageCollectorEnabled = collectorOn
+		h := singleTarget(t, functiontest.WithConfig(cfg))
+		ns := namespace(t, shootA)
+		secret, mr := manifest(t, ns, "app", map[string]string{"objects.yaml": docs(configMap(ns, "plain", "a"),
+			collectable("ConfigMap", ns, "collectable-cm"), collectable("Secret", ns, "collectable-secret"), configMap(ns, "stays", "b"))})
+		h.Send("add", mr)
+		secret.Data = map[string][]byte{"objects.yaml": []byte(configMap(ns, "stays", "b"))}
+		require.NoError(t, seed.Client.Update(ctx, secret))
+		h.Sweep("sync")
+
+		err := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain"}, &corev1.ConfigMap{})
+		assert.True(t, apierrors.IsNotFound(err), "collector on: %t: %v", collectorOn, err)
+		errCM := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "collectable-cm"}, &corev1.ConfigMap{})
+		errSecret := shootA.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "collectable-secret"}, &corev1.Secret{})
+		if collectorOn {
+			assert.NoError(t, errCM, "left to the collector")
+			assert.NoError(t, errSecret, "left to the collector")
+		} else {
+			assert.True(t, apierrors.IsNotFound(errCM), "%v", errCM)
+			assert.True(t, apierrors.IsNotFound(errSecret), "%v", errSecret)
+		}
+		assert.Len(t, get(t, mr).Status.Resources, 1)
+	}
 }
 
 // A Secret whose content is no object yields a condition with the reason; the rest is applied.

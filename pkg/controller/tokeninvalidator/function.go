@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,11 +36,24 @@ type Config struct {
 	// (v1.113's keys): labelling Secrets for a webhook that is not served would only block
 	// their writes, so the controller runs only with both, as Gardener always set them.
 	Enabled bool `envconfig:"TOKEN_INVALIDATOR_ENABLED"`
+	// Namespaces is targetClientConnection.namespaces: the namespaces of the target whose Secrets
+	// it labels, all when empty. Gardener's controller sees only those (its target cache is
+	// confined to them); a shoot's resource manager has kube-system, kubernetes-dashboard and
+	// kube-node-lease, so a shoot owner's own ServiceAccounts elsewhere keep their tokens.
+	Namespaces []string `envconfig:"TARGET_NAMESPACES"`
 }
 
 // FromResourceManager takes the settings from the file.
 func (c *Config) FromResourceManager(rm *componentconfig.ResourceManagerFile) {
 	c.Enabled = rm.Extensions.Controllers.TokenInvalidator.Enabled && rm.Extensions.Webhooks.TokenInvalidator.Enabled
+	if rm.TargetClientConnection != nil {
+		c.Namespaces = rm.TargetClientConnection.Namespaces
+	}
+}
+
+// serves says whether the Secrets of the target's namespace are the invalidator's.
+func (c *Config) serves(namespace string) bool {
+	return len(c.Namespaces) == 0 || slices.Contains(c.Namespaces, namespace)
 }
 
 // Function is GRM's TokenInvalidator controller.
@@ -135,7 +149,7 @@ var errStillMounted = errors.New("a pod still mounts the secret")
 
 // Reconcile brings the Secret's labels in line with its ServiceAccount.
 func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error {
-	if !r.Config.Enabled {
+	if !r.Config.Enabled || !r.Config.serves(req.Key.Namespace) {
 		return nil
 	}
 	secret := &metav1.PartialObjectMetadata{}

@@ -111,3 +111,26 @@ func TestTokenInvalidator(t *testing.T) {
 	h.SendTarget("add", secretB, tenantB)
 	assert.Equal(t, considered, labels(t, shootB, secretB))
 }
+
+// With targetClientConnection.namespaces (a shoot's resource manager has kube-system,
+// kubernetes-dashboard and kube-node-lease), only those namespaces' Secrets are labelled, as
+// Gardener's controller, whose target cache is confined to them, sees no other: a shoot owner's
+// ServiceAccount elsewhere keeps its static token, by event and by sweep.
+func TestTokenInvalidatorOnlyInTheTargetNamespaces(t *testing.T) {
+	ctx := context.Background()
+	served := targetNamespace(t)
+	h := functiontest.New(t, seed, tokeninvalidator.Function, functiontest.AsFunction(), functiontest.WithTenants(),
+		functiontest.WithConfig(&tokeninvalidator.Config{Enabled: true, Namespaces: []string{served}}))
+	ns := targetNamespace(t)
+	for _, namespace := range []string{served, ns} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "app"}, AutomountServiceAccountToken: ptr.To(false)}
+		require.NoError(t, shootA.Client.Create(ctx, sa))
+	}
+	inServed := staticToken(t, shootA, served, "app-token", "app")
+	elsewhere := staticToken(t, shootA, ns, "app-token", "app")
+	h.SendTarget("add", elsewhere, tenantA)
+	h.SendTarget("add", inServed, tenantA)
+	h.Sweep("resync")
+	assert.Empty(t, labels(t, shootA, elsewhere))
+	assert.Equal(t, webhook.PurposeTokenInvalidation, labels(t, shootA, inServed)[resourcesv1alpha1.ResourceManagerPurpose])
+}

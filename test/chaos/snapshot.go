@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 )
 
 // snapshot is the normalised state of the landscape's clusters: every object of every kind
@@ -267,8 +268,13 @@ func normalise(raw map[string][]unstructured.Unstructured) snapshot {
 			}
 			// Secret material differs from run to run by nature; that it is there is the outcome.
 			if strings.HasSuffix(resource, " secrets") {
+				// The tenant proof keys are named by the second they were made in: how many there
+				// are is the outcome.
+				if keys, ok := u["data"].(map[string]any); ok && o.GetName() == tenantproof.SecretName {
+					u["data"] = map[string]any{"keys": fmt.Sprint(len(keys))}
+				}
 				for _, field := range []string{"data", "stringData"} {
-					if data, ok := u[field].(map[string]any); ok {
+					if data, ok := u[field].(map[string]any); ok && o.GetName() != tenantproof.SecretName {
 						for k := range data {
 							data[k] = "<set>"
 						}

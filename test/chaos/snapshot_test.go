@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 )
 
 // installation is a ControllerInstallation as two runs write it: generated name, UID, times and
@@ -68,4 +70,26 @@ func TestADifferentOutcomeDiverges(t *testing.T) {
 	deleting["garden secrets garden/token"].(map[string]any)["metadata"].(map[string]any)["deletionTimestamp"] = "<set>"
 	_, diffs = divergence(want, deleting)
 	assert.NotEmpty(t, diffs, "an object still being deleted is not one deleted")
+}
+
+// The tenant proof keys are named by the second they were made in: two runs with as many keys
+// compare equal, a run with another number of keys does not.
+func TestTenantProofKeysCompareByNumber(t *testing.T) {
+	keys := func(names ...string) unstructured.Unstructured {
+		data := map[string]any{}
+		for _, n := range names {
+			data[n] = "c2VjcmV0"
+		}
+		return unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": tenantproof.SecretName, "namespace": "gardener-knative"},
+			"data": data,
+		}}
+	}
+	first := normalise(map[string][]unstructured.Unstructured{"garden secrets": {keys("key-1796663351")}})
+	second := normalise(map[string][]unstructured.Unstructured{"garden secrets": {keys("key-1796663393")}})
+	_, diffs := divergence(first, second)
+	assert.Empty(t, diffs)
+	third := normalise(map[string][]unstructured.Unstructured{"garden secrets": {keys("key-1796663393", "key-1796665000")}})
+	_, diffs = divergence(first, third)
+	assert.NotEmpty(t, diffs)
 }

@@ -1,16 +1,12 @@
 package runtime_test
 
 import (
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
@@ -53,26 +48,8 @@ func TestFunctionHonoursOnlyItsTriggersTokens(t *testing.T) {
 	kubeconfigFile := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfigFile, admin, 0o600))
 
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := listener.Addr().(*net.TCPAddr).Port
-	require.NoError(t, listener.Close())
-	t.Setenv(function.GardenKubeconfigDataEnv, string(kubeconfig))
-	t.Setenv("KUBECONFIG", kubeconfigFile)
-	t.Setenv("PORT", strconv.Itoa(port))
-	t.Setenv("SHUTDOWN_TIMEOUT", "1s")
-	t.Setenv("EVENT_AUDIENCE", audience)
-	t.Setenv("EVENT_SENDERS", "system:serviceaccount:"+ns+":"+trigger)
-	go func() { _ = function.Run(ctx, project.Function) }()
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10*time.Second, 50*time.Millisecond, "the project function serves")
+	url, _ := runProjectFunction(t, kubeconfig, map[string]string{
+		"KUBECONFIG": kubeconfigFile, "EVENT_AUDIENCE": audience, "EVENT_SENDERS": "system:serviceaccount:" + ns + ":" + trigger})
 
 	ping := func(bearer string) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"sweep":"no-such-sweep"}`))

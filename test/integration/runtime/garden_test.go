@@ -43,25 +43,7 @@ func TestFunctionExitsWhenTheGardenRefusesItsCredentials(t *testing.T) {
 	kubeconfig, err := testenv.Kubeconfig("garden", env.Config, &clientcmdapi.AuthInfo{Token: token.Status.Token})
 	require.NoError(t, err)
 
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := listener.Addr().(*net.TCPAddr).Port
-	require.NoError(t, listener.Close())
-	t.Setenv(function.GardenKubeconfigDataEnv, string(kubeconfig))
-	t.Setenv("PORT", strconv.Itoa(port))
-	t.Setenv("SHUTDOWN_TIMEOUT", "1s")
-	t.Setenv("KUBECONFIG", "")
-	exited := make(chan error, 1)
-	go func() { exited <- function.Run(context.Background(), project.Function) }()
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10*time.Second, 50*time.Millisecond, "the project function serves")
+	url, exited := runProjectFunction(t, kubeconfig, map[string]string{"KUBECONFIG": ""})
 
 	// The harness only builds the events; they go to the function's own process, which may be
 	// gone by the time one is sent.
@@ -97,4 +79,33 @@ func TestFunctionExitsWhenTheGardenRefusesItsCredentials(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// runProjectFunction runs the project function as its process does, on the garden of
+// gardenKubeconfig with the further environment env, and returns its URL once it is ready and
+// the channel its exit is reported on.
+func runProjectFunction(t *testing.T, gardenKubeconfig []byte, env map[string]string) (string, <-chan error) {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := listener.Addr().(*net.TCPAddr).Port
+	require.NoError(t, listener.Close())
+	t.Setenv(function.GardenKubeconfigDataEnv, string(gardenKubeconfig))
+	t.Setenv("PORT", strconv.Itoa(port))
+	t.Setenv("SHUTDOWN_TIMEOUT", "1s")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- function.Run(context.Background(), project.Function) }()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 50*time.Millisecond, "the project function serves")
+	return url, exited
 }

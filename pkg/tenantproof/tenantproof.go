@@ -19,6 +19,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -51,8 +52,10 @@ const (
 	keySize = 32
 	// entryPrefix starts the name of a key's data entry: key-<unix seconds of its making>.
 	entryPrefix = "key-"
-	// proofLength is a proof's length: HMAC-SHA256 in unpadded base64url.
+	// proofLength is a tenant's proof's length: HMAC-SHA256 in unpadded base64url.
 	proofLength = 43
+	// seedProofLength is the seed's: HMAC-SHA256 in unpadded base32.
+	seedProofLength = 52
 	// Separator joins tenant and proof in a path segment.
 	Separator = "."
 	// domain separates these MACs from any other use of the key.
@@ -65,12 +68,27 @@ type Key struct {
 	secret []byte
 }
 
-// Proof is tenant t's proof under k.
+// Proof is tenant t's proof under k: base64url, or, the seed's, lowercase base32, since the
+// seed's registrations name a Service, whose path segments must be DNS subdomains.
 func (k Key) Proof(t tenant.Name) string {
 	mac := hmac.New(sha256.New, k.secret)
 	mac.Write([]byte(domain))
 	mac.Write([]byte(t))
+	if t == Seed {
+		return seedEncoding.EncodeToString(mac.Sum(nil))
+	}
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// seedEncoding writes the seed's proof as a DNS label: lowercase letters and digits, 52 of them.
+var seedEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// proofLengthOf is the length of t's proofs.
+func proofLengthOf(t tenant.Name) int {
+	if t == Seed {
+		return seedProofLength
+	}
+	return proofLength
 }
 
 // IsZero tells a key that was never made (no key at all).
@@ -136,7 +154,7 @@ func (ks Keys) Signing(now time.Time) (Key, bool) {
 
 // Verify tells whether proof is tenant t's under any of the keys, comparing in constant time.
 func (ks Keys) Verify(t tenant.Name, proof string) bool {
-	if len(proof) != proofLength {
+	if len(proof) != proofLengthOf(t) {
 		return false
 	}
 	valid := false
@@ -247,10 +265,16 @@ func Secret(namespace string, keys Keys) *corev1.Secret {
 	}
 }
 
+// KeyStore is where the keys' Secret is read and, the seed's first key, made.
+type KeyStore interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
+}
+
 // SigningKey is the key that signs proofs in namespace at now, made (the seed's first) when the
-// Secret does not exist yet: what the enrolment signs a tenant's urls with. Rotating is the
-// shootcabundle function's.
-func SigningKey(ctx context.Context, c client.Client, namespace string, now time.Time) (Key, error) {
+// Secret does not exist yet: what the enrolment signs a tenant's urls with, and the
+// webhookcertificates function the seed's registrations. Rotating is the shootcabundle function's.
+func SigningKey(ctx context.Context, c KeyStore, namespace string, now time.Time) (Key, error) {
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: SecretName}, secret)
 	if apierrors.IsNotFound(err) {
@@ -282,18 +306,39 @@ func SigningKey(ctx context.Context, c client.Client, namespace string, now time
 	return signing, nil
 }
 
-// ParsePath splits a request path of the form /<tenant>.<proof>/<rest> into the tenant,
-// its proof (pkg/tenantproof; empty when the segment has none) and /<rest>. ok is false when the
-// first segment does not name a tenant: not a namespace name (a DNS-1123 label), not starting
-// with prefix, or with nothing after it. It never looks further than the first segment: which
-// webhook /<rest> is, the server decides, and whether the proof holds, Ring.
+// Seed is the seed itself among the callers of a multi-tenant server: its own kube-apiserver,
+// through the seed's registrations (config/seed/), which the webhookcertificates function signs
+// (SeedPath). Its proof is that of the empty name, which no tenant has.
+const Seed tenant.Name = ""
+
+// SeedSegment names the seed in the first segment of a path (/seed.<proof>/...), which is a DNS
+// subdomain, as a Service's path segments must be. It is read as the seed's before any tenant's:
+// a namespace "seed" is never served as a tenant (and none has the default prefix).
+const SeedSegment = "seed"
+
+// SeedPath is path below the seed with the seed's proof under key.
+func SeedPath(key Key, path string) string {
+	return "/" + SeedSegment + Separator + key.Proof(Seed) + path
+}
+
+// ParsePath splits a request path of the form /<tenant>.<proof>/<rest> into the tenant (Seed
+// for SeedSegment), its proof (empty when the segment has none) and /<rest>. ok is false when the
+// first segment names neither the seed nor a tenant (a namespace name, a DNS-1123 label,
+// starting with prefix), or has nothing after it. It never looks further than the first segment:
+// which webhook /<rest> is, the server decides, and whether the proof holds, Ring.
 func ParsePath(path, prefix string) (t tenant.Name, proof, rest string, ok bool) {
 	if !strings.HasPrefix(path, "/") {
 		return "", "", "", false
 	}
 	first, rest, found := strings.Cut(path[1:], "/")
 	name, proof, _ := strings.Cut(first, Separator)
-	if !found || rest == "" || !tenant.Valid(name, prefix) {
+	if !found || rest == "" {
+		return "", "", "", false
+	}
+	if name == SeedSegment {
+		return Seed, proof, "/" + rest, true
+	}
+	if !tenant.Valid(name, prefix) {
 		return "", "", "", false
 	}
 	return tenant.Name(name), proof, "/" + rest, true

@@ -52,6 +52,10 @@ func TestParsePath(t *testing.T) {
 		{"/shoot--" + strings.Repeat("x", 60) + "/webhooks/x", "", "", "", false}, // longer than a namespace name
 		{"//webhooks/x", "", "", "", false},
 		{"/.PROOF/webhooks/x", "", "", "", false},
+		{"/seed.PROOF/webhooks/validate-crd-deletion", Seed, "PROOF", "/webhooks/validate-crd-deletion", true},
+		{"/seed/webhooks/x", Seed, "", "/webhooks/x", true}, // no proof: refused by the router
+		{"/seed.PROOF/", "", "", "", false},
+		{"/Seed.PROOF/webhooks/x", "", "", "", false},
 	} {
 		tn, proof, rest, ok := ParsePath(tc.path, tenant.DefaultPrefix)
 		assert.Equal(t, tc.ok, ok, tc.path)
@@ -61,11 +65,11 @@ func TestParsePath(t *testing.T) {
 	}
 }
 
-// Whatever path arrives, a tenant is only ever a namespace name with the prefix, and the path
-// is exactly the tenant, its proof and the rest: no path can address a namespace outside the
-// prefix or smuggle a second segment into the tenant.
+// Whatever path arrives, a tenant is only ever the seed (its segment) or a namespace name with
+// the prefix, and the path is exactly the tenant, its proof and the rest: no path can address a
+// namespace outside the prefix or smuggle a second segment into the tenant.
 func FuzzParsePath(f *testing.F) {
-	for _, s := range []string{"/shoot--p--s.x/webhooks/x", "/shoot--p--s/webhooks/x", "/webhooks/x", "/shoot--a./", "/shoot--a//", "/shoot--a/../kube-system/x", "", "/", "//"} {
+	for _, s := range []string{"/shoot--p--s.x/webhooks/x", "/shoot--p--s/webhooks/x", "/webhooks/x", "/shoot--a./", "/shoot--a//", "/shoot--a/../kube-system/x", "/seed.x/webhooks/x", "/seed/x", "", "/", "//"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
@@ -76,13 +80,16 @@ func FuzzParsePath(f *testing.F) {
 			}
 			return
 		}
-		if !strings.HasPrefix(string(tn), tenant.DefaultPrefix) || len(validation.IsDNS1123Label(string(tn))) > 0 {
+		segment := string(tn)
+		if tn == Seed {
+			segment = SeedSegment
+		} else if !strings.HasPrefix(string(tn), tenant.DefaultPrefix) || len(validation.IsDNS1123Label(string(tn))) > 0 {
 			t.Fatalf("%q: tenant %q is no namespace name with prefix %q", path, tn, tenant.DefaultPrefix)
 		}
 		if !strings.HasPrefix(rest, "/") || len(rest) < 2 || strings.Contains(proof, "/") {
 			t.Fatalf("%q: proof %q rest %q are no segment and path", path, proof, rest)
 		}
-		if joined := "/" + string(tn) + Separator + proof + rest; joined != path && "/"+string(tn)+rest != path {
+		if joined := "/" + segment + Separator + proof + rest; joined != path && "/"+segment+rest != path {
 			t.Fatalf("%q: tenant %q, proof %q and rest %q do not make up the path", path, tn, proof, rest)
 		}
 	})
@@ -104,6 +111,15 @@ func TestProofs(t *testing.T) {
 	assert.False(t, Keys{}.Verify("shoot--p--a", a.Proof("shoot--p--a")))
 	// The tenant's name is bound whole: a prefix or extension of it is another tenant.
 	assert.False(t, keys.Verify("shoot--p--a2", a.Proof("shoot--p--a")))
+	// The seed's proof proves the seed alone, and no tenant's proves the seed.
+	assert.True(t, keys.Verify(Seed, a.Proof(Seed)))
+	assert.False(t, keys.Verify("shoot--p--a", a.Proof(Seed)))
+	assert.False(t, keys.Verify(Seed, a.Proof("shoot--p--a")))
+	assert.Len(t, a.Proof(Seed), seedProofLength)
+	assert.Empty(t, validation.IsDNS1123Subdomain(SeedSegment+Separator+a.Proof(Seed)), "a Service's path segment")
+	path := SeedPath(a, "/webhooks/x")
+	tn, proof, rest, ok := ParsePath(path, tenant.DefaultPrefix)
+	assert.True(t, ok && tn == Seed && rest == "/webhooks/x" && keys.Verify(tn, proof), path)
 }
 
 func TestSecretRoundTrip(t *testing.T) {

@@ -23,10 +23,11 @@ type routedWebhook struct {
 	handler http.Handler
 }
 
-// tenantRouter serves /<tenant>.<proof>/<webhook path>: it refuses a caller whose proof is not
-// the tenant's before anything else (pkg/tenantproof), answers for tenants the seed holds no
-// access for and for tenants the webhook does not apply to, and calls the webhook with the tenant
-// and its settings in the request's context.
+// tenantRouter serves /<tenant>.<proof>/<webhook path> and the seed's /seed.<proof>/<webhook
+// path>: it refuses a caller whose proof is not the tenant's (or the seed's) before anything else
+// (pkg/tenantproof), answers for tenants the seed holds no access for and for tenants the webhook
+// does not apply to, and calls the webhook with the tenant and its settings in the request's
+// context; the seed's calls it as one cluster's server does.
 type tenantRouter struct {
 	webhooks map[string]routedWebhook
 	tenants  *clients.Clients
@@ -40,15 +41,24 @@ type tenantRouter struct {
 func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t, proof, rest, ok := tenantproof.ParsePath(r.URL.Path, tr.prefix)
 	wh, served := tr.webhooks[rest]
+	if bare, isWebhook := tr.webhooks[r.URL.Path]; !ok && isWebhook {
+		// A webhook's bare path: a registration from before the seed's proof (docs/deployment.md,
+		// upgrading), or a caller without one.
+		tr.metrics.unknownTenants.WithLabelValues(bare.Name, "unproven").Inc()
+		tr.log.Warn("bare path refused", "webhook", bare.Name, "remote", r.RemoteAddr)
+		tr.refuse(w, r, bare, http.StatusForbidden, fmt.Sprintf("%s serves the seed at /%s%s<proof>%s only (docs/webhooks.md#tenant-proof)", r.URL.Path, tenantproof.SeedSegment, tenantproof.Separator, r.URL.Path))
+		return
+	}
 	if !ok || !served {
 		http.NotFound(w, r)
 		return
 	}
 	// The caller proves its tenant before anything of any tenant is read, its body included:
-	// a shoot admin who copies their registration and names another tenant is answered as a
-	// failed call, and the other tenant's cluster, settings and cache are never touched.
+	// a shoot admin who copies their registration and names another tenant, or the seed, is
+	// answered as a failed call, and the other tenant's cluster, settings and cache are never
+	// touched.
 	if proven, err := tr.proofs.Verify(r.Context(), t, proof); !proven {
-		reason, code, message := "unproven", http.StatusForbidden, fmt.Sprintf("the request does not prove tenant %s (docs/webhooks.md#tenant-proof)", t)
+		reason, code, message := "unproven", http.StatusForbidden, fmt.Sprintf("the request does not prove %s (docs/webhooks.md#tenant-proof)", describe(t))
 		if err != nil {
 			reason, code, message = "unreadable-keys", http.StatusServiceUnavailable, err.Error()
 		}
@@ -57,9 +67,21 @@ func (tr *tenantRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tr.refuse(w, r, wh, code, message)
 		return
 	}
-	// A proven tenant gets its share of the server (fairness.go): beyond it, 429 at once, the
+	// A proven caller gets its share of the server (fairness.go): beyond it, 429 at once, the
 	// body unread.
+	if t == tenantproof.Seed {
+		tr.share.Serve(w, r, t, wh.handler)
+		return
+	}
 	tr.share.Serve(w, r, t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tr.serveTenant(w, r, t, wh) }))
+}
+
+// describe names a caller in an answer: the seed, or tenant <name>.
+func describe(t tenant.Name) string {
+	if t == tenantproof.Seed {
+		return "the seed"
+	}
+	return "tenant " + string(t)
 }
 
 // serveTenant serves webhook wh for tenant t, admitted by its fair share.

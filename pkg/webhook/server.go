@@ -38,9 +38,11 @@ type ServeOptions struct {
 	Ready func(addr net.Addr)
 	// Profiling: see serve.Options.Profiling.
 	Profiling bool
-	// Tenants, when set, is the multi-tenant mode: every webhook is also served at
-	// /<tenant>/<path> for the shoot control-plane namespaces of the seed, with the tenant in
-	// the request's context (see tenant.From); Tenants tells which tenants are known.
+	// Tenants, when set, is the multi-tenant mode: every webhook is served at
+	// /<tenant>.<proof>/<path> for the shoot control-plane namespaces of the seed, with the
+	// tenant in the request's context (see tenant.From), and for the seed itself at
+	// /seed.<proof>/<path> (tenantproof.SeedPath), never at its bare path; Tenants tells which
+	// tenants are known.
 	Tenants *clients.Clients
 	// TenantPrefix is what a tenant's name starts with (tenant.DefaultPrefix when empty).
 	TenantPrefix string
@@ -131,23 +133,27 @@ func routes(opts ServeOptions, webhooks []Webhook, metrics *serverMetrics, log *
 	share := newFairShare(opts.Fairness, metrics)
 	for _, wh := range webhooks {
 		handler := metrics.instrument(wh.Name, withTimeout(opts.RequestTimeout, wh.Handler), log)
-		// The unprefixed paths are the seed's: one tenant, the key "".
-		seeds := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { share.Serve(w, r, "", handler) })
 		for _, path := range wh.Paths() {
-			mux.Handle(path, seeds)
 			byPath[path] = routedWebhook{Webhook: wh, handler: handler}
 		}
 		names = append(names, wh.Name+"="+strings.Join(wh.Paths(), ","))
 	}
-	if opts.Tenants != nil {
-		router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, proofs: opts.Proofs, prefix: opts.TenantPrefix, metrics: metrics, log: log, share: share}
-		if router.prefix == "" {
-			router.prefix = tenant.DefaultPrefix
+	if opts.Tenants == nil {
+		// One cluster's server: its paths answer whoever reaches them, as Gardener's do.
+		for path, wh := range byPath {
+			mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { share.Serve(w, r, tenantproof.Seed, wh.handler) }))
 		}
-		// Every path that is not a webhook's, /healthz, /readyz or /metrics may be a tenant's.
-		mux.Handle("/", router)
-		names = append(names, "tenants=/"+router.prefix+"*"+tenantproof.Separator+"<proof>/<path>")
+		return mux, names
 	}
+	router := &tenantRouter{webhooks: byPath, tenants: opts.Tenants, proofs: opts.Proofs, prefix: opts.TenantPrefix, metrics: metrics, log: log, share: share}
+	if router.prefix == "" {
+		router.prefix = tenant.DefaultPrefix
+	}
+	// Every path but /healthz, /readyz and /metrics is the seed's or a tenant's, with its proof:
+	// a shoot's kube-apiserver can reach the server, so the seed's answers need a proof as
+	// much as another tenant's.
+	mux.Handle("/", router)
+	names = append(names, "seed=/"+tenantproof.SeedSegment+tenantproof.Separator+"<proof>/<path>", "tenants=/"+router.prefix+"*"+tenantproof.Separator+"<proof>/<path>")
 	return mux, names
 }
 

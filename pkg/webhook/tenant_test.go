@@ -51,9 +51,9 @@ func TestServeRoutesOnlyProvenTenants(t *testing.T) {
 	code, out := post("/shoot--p--a/webhooks/echo", "{}")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "shoot--p--a", out["tenant"])
-	code, out = post("/webhooks/echo", "{}")
+	code, out = post("/seed/webhooks/echo", "{}")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "", out["tenant"], "the unprefixed path is the single tenant (the seed)")
+	assert.Equal(t, "", out["tenant"], "the seed's path, with its proof, is the seed's")
 	code, _ = post("/shoot--p--a/webhooks/other", "{}")
 	assert.Equal(t, http.StatusNotFound, code)
 
@@ -73,6 +73,23 @@ func TestServeRoutesOnlyProvenTenants(t *testing.T) {
 		assert.Equal(t, "Status", out["kind"], name)
 		assert.Contains(t, out["message"], "does not prove tenant", name)
 	}
+	// The seed's answers need the seed's proof as much: a tenant's proof, or none at the bare
+	// path a registration from before the seed's proof names, is refused.
+	for name, path := range map[string]string{
+		"A's proof at the seed's path": "/seed." + key.Proof("shoot--p--a") + "/webhooks/echo",
+		"no proof at the seed's path":  "/seed./webhooks/echo",
+	} {
+		code, out := post(path, "{}")
+		assert.Equal(t, http.StatusForbidden, code, name)
+		assert.Contains(t, out["message"], "does not prove the seed", name)
+	}
+	code, out = post("/webhooks/echo", "{}")
+	assert.Equal(t, http.StatusForbidden, code, "the bare path")
+	assert.Contains(t, out["message"], "serves the seed at /seed.<proof>/webhooks/echo only")
+	code, out = post("/webhooks/auth", `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
+	require.Equal(t, http.StatusOK, code)
+	assert.Nil(t, out["status"].(map[string]any)["denied"], "the bare authorizer path: no opinion")
+
 	code, out = post("/shoot--p--b."+key.Proof("shoot--p--a")+"/webhooks/auth", `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"nodes"}}}`)
 	require.Equal(t, http.StatusOK, code)
 	status := out["status"].(map[string]any)
@@ -94,12 +111,15 @@ func testProofs(tb testing.TB) (tenantproof.Key, *tenantproof.Ring) {
 	return key, tenantproof.NewRing(keys, "gardener-knative", clock.RealClock{})
 }
 
-// signed is path with the tenant's proof under key when its first segment names a tenant
-// without one; any other path as it is.
+// signed is path with the tenant's (or the seed's) proof under key when its first segment names
+// a tenant (or the seed) without one; any other path as it is.
 func signed(t *testing.T, key tenantproof.Key, path string) string {
-	tn, proof, _, ok := tenantproof.ParsePath(path, tenant.DefaultPrefix)
-	if !ok || proof != "" || strings.HasPrefix(path, "/"+string(tn)+tenantproof.Separator) {
+	tn, proof, rest, ok := tenantproof.ParsePath(path, tenant.DefaultPrefix)
+	if !ok || proof != "" || strings.HasPrefix(path, "/"+string(tn)+tenantproof.Separator) || strings.HasPrefix(path, "/"+tenantproof.SeedSegment+tenantproof.Separator) {
 		return path
+	}
+	if tn == tenantproof.Seed {
+		return tenantproof.SeedPath(key, rest)
 	}
 	u, err := tenantproof.URL("http://x"+path, tn, key, "")
 	require.NoError(t, err)

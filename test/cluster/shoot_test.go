@@ -248,44 +248,58 @@ data:
 }
 
 // assertCopiedRegistrationRefused is a shoot admin of s at work: a copy of s's own registration of
-// projected-token-mount (s's proof in its url) pointed at other's path. s's kube-apiserver calls
-// it and the server refuses the call before it reads anything of other (the proof is s's, not
-// other's): the copy is fail-closed, so s's Pod is rejected with the server's reason.
+// projected-token-mount (s's proof in its url) pointed at other's path, then at the seed's, then at
+// the seed's bare path. s's kube-apiserver calls each and the server refuses the call before it
+// reads anything of other or of the seed (the proof is s's): the copy is fail-closed, so s's Pod
+// is rejected with the server's reason.
 func assertCopiedRegistrationRefused(t *testing.T, s *shoot, other tenant.Name) {
 	t.Helper()
 	ctx := context.Background()
 	own := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	require.NoError(t, s.env.Client.Get(ctx, client.ObjectKey{Name: "gardener-knative-projected-token-mount"}, own))
-	copied := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "copied-for-another-tenant"},
-		Webhooks:   own.DeepCopy().Webhooks,
-	}
-	for i := range copied.Webhooks {
-		u, err := url.Parse(ptr.Deref(copied.Webhooks[i].ClientConfig.URL, ""))
-		require.NoError(t, err)
-		tn, proof, rest, ok := tenantproof.ParsePath(u.Path, tenant.DefaultPrefix)
-		require.True(t, ok && tn == s.tenant && proof != "", "%s names %s with a proof", u, s.tenant)
-		u.Path = "/" + string(other) + tenantproof.Separator + proof + rest
-		copied.Webhooks[i].ClientConfig.URL = ptr.To(u.String())
-		copied.Webhooks[i].FailurePolicy = ptr.To(admissionregistrationv1.Fail)
-	}
-	require.NoError(t, s.env.Client.Create(ctx, copied))
-	t.Cleanup(func() { _ = s.env.Client.Delete(ctx, copied) })
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "copied-registration"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.local/c:1"}}},
 	}
-	eventually(t, time.Minute, "the copied registration refused", func() error {
-		err := s.env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
-		if err == nil {
-			return errors.New("admitted (the kube-apiserver may not call the new registration yet)")
+	for _, forged := range []struct {
+		name, refusal string
+		path          func(proof, rest string) string
+	}{
+		{string(other), "does not prove tenant " + string(other), func(proof, rest string) string {
+			return "/" + string(other) + tenantproof.Separator + proof + rest
+		}},
+		{"the seed", "does not prove the seed", func(proof, rest string) string {
+			return "/" + tenantproof.SeedSegment + tenantproof.Separator + proof + rest
+		}},
+		{"the seed's bare path", "serves the seed at /" + tenantproof.SeedSegment, func(_, rest string) string { return rest }},
+	} {
+		copied := &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "copied-for-another-tenant"},
+			Webhooks:   own.DeepCopy().Webhooks,
 		}
-		if !strings.Contains(err.Error(), "does not prove tenant "+string(other)) {
-			return fmt.Errorf("refused, but not for the proof: %w", err)
+		for i := range copied.Webhooks {
+			u, err := url.Parse(ptr.Deref(copied.Webhooks[i].ClientConfig.URL, ""))
+			require.NoError(t, err)
+			tn, proof, rest, ok := tenantproof.ParsePath(u.Path, tenant.DefaultPrefix)
+			require.True(t, ok && tn == s.tenant && proof != "", "%s names %s with a proof", u, s.tenant)
+			u.Path = forged.path(proof, rest)
+			copied.Webhooks[i].ClientConfig.URL = ptr.To(u.String())
+			copied.Webhooks[i].FailurePolicy = ptr.To(admissionregistrationv1.Fail)
 		}
-		return nil
-	})
-	t.Logf("%s: a copy of its registration at %s's path refused: the proof is not %s's", s.tenant, other, other)
+		require.NoError(t, s.env.Client.Create(ctx, copied))
+		eventually(t, time.Minute, "the copied registration at "+forged.name+" refused", func() error {
+			err := s.env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+			if err == nil {
+				return errors.New("admitted (the kube-apiserver may not call the new registration yet)")
+			}
+			if !strings.Contains(err.Error(), forged.refusal) {
+				return fmt.Errorf("refused, but not for the proof: %w", err)
+			}
+			return nil
+		})
+		require.NoError(t, s.env.Client.Delete(ctx, copied))
+		t.Logf("%s: a copy of its registration at %s refused: the proof is %s's", s.tenant, forged.name, s.tenant)
+	}
 }
 
 // assertOwnManagedResources: two shoots of one seed, served by the one deployment at once, each

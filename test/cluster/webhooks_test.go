@@ -3,10 +3,12 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook/projectedtokenmount"
 )
 
@@ -51,8 +54,16 @@ func deleteRefused(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) 
 	require.Contains(t, err.Error(), "confirmation.gardener.cloud/deletion")
 }
 
+// The seed's registrations, which config/ ships without paths, call the server below the seed's
+// proof (written by webhookcertificates), the only seed path a multi-tenant server answers.
 func TestCRDDeletionProtection(t *testing.T) {
 	ctx := context.Background()
+	registration := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "gardener-knative-crd-deletion-protection"}, registration))
+	for _, w := range registration.Webhooks {
+		path := ptr.Deref(w.ClientConfig.Service.Path, "")
+		require.True(t, strings.HasPrefix(path, "/"+tenantproof.SeedSegment+tenantproof.Separator), "%s: path %q", w.Name, path)
+	}
 	crd := protectedCRD(t)
 	deleteRefused(t, crd)
 	require.NoError(t, confirmDeletion(crd))

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
 	"github.com/gardener-knative/gardener-knative/pkg/webhook"
@@ -89,13 +90,23 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 		}
 	}
 	registrations := 0
-	check := func(name string, cc admissionregistrationv1.WebhookClientConfig) {
+	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, seedPaths map[string]string) {
 		registrations++
 		u := &url.URL{}
 		if cc.Service != nil {
-			require.NotNil(t, cc.Service.Path, "%s has no service path", name)
-			u.Host, u.Path = direct[cc.Service.Name], *cc.Service.Path
+			u.Host = direct[cc.Service.Name]
 			require.NotEmpty(t, u.Host, "%s: Service %s is none of config/ in front of a Knative Service", name, cc.Service.Name)
+			if seedPath, ok := seedPaths[name]; ok {
+				// The seed's registration of a multi-tenant Service: its path is the
+				// annotation's, which webhookcertificates writes below the seed's proof.
+				require.Nil(t, cc.Service.Path, "%s: a path in config/ would be reset by every `ko apply`", name)
+				require.True(t, multiTenant[u.Host], "%s: Service %s serves no seed paths (MULTI_TENANT)", name, u.Host)
+				u.Path = seedPath
+			} else {
+				require.NotNil(t, cc.Service.Path, "%s has no service path", name)
+				require.False(t, multiTenant[u.Host], "%s: Service %s serves its bare paths to no one (MULTI_TENANT): the path belongs in %s", name, u.Host, webhookcertificates.AnnotationSeedPaths)
+				u.Path = *cc.Service.Path
+			}
 		} else {
 			require.NotNil(t, cc.URL, "%s has neither service nor url", name)
 			var err error
@@ -107,6 +118,10 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 			service = knative // a shoot's url at the plain Service in front of the TLS port
 		}
 		path := u.Path
+		if seedPath, ok := seedPaths[name]; ok && cc.URL != nil {
+			require.Empty(t, path, "%s: a path in config/ would be reset by every `ko apply`", name)
+			path = seedPath
+		}
 		if _, _, rest, ok := tenantproof.ParsePath(path, tenant.DefaultPrefix); ok {
 			path = rest // a shoot's registration addresses its tenant
 			assert.True(t, multiTenant[service], "%s: Service %s does not serve tenant paths (MULTI_TENANT)", name, service)
@@ -118,14 +133,18 @@ func TestConfigServesEveryWebhookAtItsRegisteredPaths(t *testing.T) {
 		case "MutatingWebhookConfiguration":
 			c := &admissionregistrationv1.MutatingWebhookConfiguration{}
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
+			seedPaths, err := webhookcertificates.SeedPaths(c)
+			require.NoError(t, err, c.Name)
 			for _, w := range c.Webhooks {
-				check(w.Name, w.ClientConfig)
+				check(w.Name, w.ClientConfig, seedPaths)
 			}
 		case "ValidatingWebhookConfiguration":
 			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
+			seedPaths, err := webhookcertificates.SeedPaths(c)
+			require.NoError(t, err, c.Name)
 			for _, w := range c.Webhooks {
-				check(w.Name, w.ClientConfig)
+				check(w.Name, w.ClientConfig, seedPaths)
 			}
 		}
 	}

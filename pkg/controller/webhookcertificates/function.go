@@ -12,6 +12,9 @@
 // ca.crt of that Secret instead (the CA of an ingress in front of the servers, an operator's
 // input; never written here).
 //
+// A seed registration annotated gardener-knative.io/seed-paths also gets its webhooks' paths,
+// below the seed's proof (seedpaths.go).
+//
 // A rotation never lets a server present a certificate a registration does not trust yet: the
 // new CA joins the bundle first, and its certificate waits in the Secret (pending) until every
 // registration of the Service verifies it, every enrolled shoot's registrations carry the bundle
@@ -290,15 +293,24 @@ func (r *Reconciler) inject(ctx context.Context, req function.Request, obj clien
 			return false, fmt.Errorf("%s %s: %w", r.Kind.name, obj.GetName(), err)
 		}
 	}
+	paths, err := r.seedPathsOf(ctx, req, obj)
+	if err != nil {
+		return false, err
+	}
 	patched, err := r.Source.Writer.Patch(ctx, obj, func() {
 		for _, cc := range r.Kind.configs(obj) {
 			if src, ok := sourceOf(obj, cc); ok {
 				cc.CABundle = bundles[src]
 			}
 		}
+		for name, cc := range namedClientConfigs(obj) {
+			if setPath, ok := paths[name]; ok {
+				setPath(cc)
+			}
+		}
 	})
 	if patched && err == nil {
-		r.Log.Info("CA bundle injected", "registration", obj.GetName(), "sources", len(bundles))
+		r.Log.Info("CA bundle and seed paths written", "registration", obj.GetName(), "sources", len(bundles), "seedPaths", len(paths))
 	}
 	return patched && err == nil, err
 }

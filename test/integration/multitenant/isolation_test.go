@@ -46,7 +46,8 @@ func unproven(t *testing.T) float64 {
 // tenant B: the only proof they hold is A's. A's kube-apiserver calls the server at B's path, and
 // the fail-closed webhook rejects A's Pod with the refusal: no answer computed from B's cluster
 // (whether B has the Pod's ServiceAccount, which would mount a token) reaches A. The same without
-// any proof, as registrations rendered before tenant proofs were.
+// any proof, as registrations rendered before tenant proofs were. And the same for the seed's own
+// answers (the seed's path, the bare path of registrations from before the seed's proof).
 func TestACopiedRegistrationCannotReachAnotherTenant(t *testing.T) {
 	ctx := context.Background()
 	// The Pod's ServiceAccount exists in B alone and opts out of automount: were B's answer given,
@@ -60,24 +61,27 @@ func TestACopiedRegistrationCannotReachAnotherTenant(t *testing.T) {
 	require.True(t, strings.HasPrefix(ownURL.Path, "/"+string(shootA.tenant)+tenantproof.Separator), "the enrolment rendered A's proof: %s", ownURL.Path)
 	aProof := strings.TrimPrefix(strings.SplitN(ownURL.Path, "/", 3)[1], string(shootA.tenant)+tenantproof.Separator)
 
-	for name, forgedPath := range map[string]string{
-		"with-a-proof": "/" + string(shootB.tenant) + tenantproof.Separator + aProof + projectedtokenmount.Path,
-		"without":      "/" + string(shootB.tenant) + projectedtokenmount.Path,
+	for name, forged := range map[string]struct{ path, refusal string }{
+		"with-a-proof": {"/" + string(shootB.tenant) + tenantproof.Separator + aProof + projectedtokenmount.Path, "does not prove tenant " + string(shootB.tenant)},
+		"without":      {"/" + string(shootB.tenant) + projectedtokenmount.Path, "does not prove tenant " + string(shootB.tenant)},
+		// The seed's own answers: at its path with A's proof, and at the bare path.
+		"seed-with-a-proof": {"/" + tenantproof.SeedSegment + tenantproof.Separator + aProof + projectedtokenmount.Path, "does not prove the seed"},
+		"seed-bare":         {projectedtokenmount.Path, "serves the seed at /" + tenantproof.SeedSegment + tenantproof.Separator + "<proof>" + projectedtokenmount.Path + " only"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "forged-" + name}}
 			require.NoError(t, shootA.env.Client.Create(ctx, ns))
-			forged := own.DeepCopy()
-			forged.ObjectMeta = metav1.ObjectMeta{Name: "forged-" + name}
+			registration := own.DeepCopy()
+			registration.ObjectMeta = metav1.ObjectMeta{Name: "forged-" + name}
 			u := *ownURL
-			u.Path = forgedPath
-			forged.Webhooks[0].Name = name + ".forged.test"
-			forged.Webhooks[0].ClientConfig.URL = new(u.String())
-			forged.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name}}
-			forged.Webhooks[0].ObjectSelector = nil
-			require.NoError(t, shootA.env.Client.Create(ctx, forged))
+			u.Path = forged.path
+			registration.Webhooks[0].Name = name + ".forged.test"
+			registration.Webhooks[0].ClientConfig.URL = new(u.String())
+			registration.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name}}
+			registration.Webhooks[0].ObjectSelector = nil
+			require.NoError(t, shootA.env.Client.Create(ctx, registration))
 			t.Cleanup(func() {
-				assert.NoError(t, shootA.env.Client.Delete(context.Background(), forged))
+				assert.NoError(t, shootA.env.Client.Delete(context.Background(), registration))
 				assert.NoError(t, shootA.env.Client.Delete(context.Background(), ns))
 			})
 
@@ -87,15 +91,16 @@ func TestACopiedRegistrationCannotReachAnotherTenant(t *testing.T) {
 			var createErr error
 			require.Eventually(t, func() bool {
 				createErr = shootA.env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
-				return createErr != nil && strings.Contains(createErr.Error(), "does not prove tenant "+string(shootB.tenant))
+				return createErr != nil && strings.Contains(createErr.Error(), forged.refusal)
 			}, 30*time.Second, 100*time.Millisecond, "the fail-closed webhook rejects with the refusal: %v", createErr)
 			assert.Greater(t, unproven(t), before, "counted as unproven")
 		})
 	}
 }
 
-// A SubjectAccessReview for tenant B from a caller that is not B's kube-apiserver (it holds A's
-// proof) gets no opinion, whatever it asks; B's own proof gets B's answer.
+// A SubjectAccessReview for tenant B, or for the seed, from a caller that is not B's (or the
+// seed's) kube-apiserver (it holds A's proof) gets no opinion, whatever it asks; B's own proof
+// gets B's answer.
 func TestAForgedReviewForAnotherTenantHasNoOpinion(t *testing.T) {
 	sar, err := json.Marshal(authorizationv1.SubjectAccessReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
@@ -111,6 +116,14 @@ func TestAForgedReviewForAnotherTenantHasNoOpinion(t *testing.T) {
 	assert.False(t, answer.Status.Denied, "no opinion")
 	assert.Contains(t, answer.Status.EvaluationError, "does not prove tenant "+string(shootB.tenant))
 	assert.Empty(t, answer.Status.Reason, "nothing of B's answer")
+
+	// Nor does a caller with A's proof, or none, get the seed's answers.
+	for _, path := range []string{"/" + tenantproof.SeedSegment + tenantproof.Separator + proofKey.Proof(shootA.tenant) + authorizerPath, authorizerPath} {
+		answer = authorizationv1.SubjectAccessReview{}
+		review(t, c, path, sar, &answer)
+		assert.False(t, answer.Status.Allowed || answer.Status.Denied, "no opinion at %s", path)
+		assert.NotEmpty(t, answer.Status.EvaluationError, path)
+	}
 
 	answer = authorizationv1.SubjectAccessReview{}
 	review(t, c, tenantPath(shootB.tenant, authorizerPath), sar, &answer)

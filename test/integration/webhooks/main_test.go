@@ -34,6 +34,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/functions"
 	"github.com/gardener-knative/gardener-knative/pkg/componentconfig"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
+	"github.com/gardener-knative/gardener-knative/pkg/controller/webhookcertificates"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/tenantproof"
@@ -433,13 +434,34 @@ func decodeWebhookConfigurations(data []byte) ([]*admissionregistrationv1.Mutati
 			if err := json.Unmarshal(raw.Raw, c); err != nil {
 				return nil, nil, err
 			}
+			for i := range c.Webhooks {
+				if err := bareSeedPath(c, c.Webhooks[i].Name, &c.Webhooks[i].ClientConfig); err != nil {
+					return nil, nil, err
+				}
+			}
 			mutating = append(mutating, c)
 		case "ValidatingWebhookConfiguration":
 			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			if err := json.Unmarshal(raw.Raw, c); err != nil {
 				return nil, nil, err
 			}
+			for i := range c.Webhooks {
+				if err := bareSeedPath(c, c.Webhooks[i].Name, &c.Webhooks[i].ClientConfig); err != nil {
+					return nil, nil, err
+				}
+			}
 			validating = append(validating, c)
 		}
 	}
+}
+
+// bareSeedPath gives a seed registration's webhook the path its annotation names
+// (webhookcertificates.AnnotationSeedPaths) without the seed's proof: this suite's server is
+// single-tenant and serves the seed at its bare paths.
+func bareSeedPath(obj client.Object, name string, cc *admissionregistrationv1.WebhookClientConfig) error {
+	paths, err := webhookcertificates.SeedPaths(obj)
+	if path, ok := paths[name]; ok && cc.Service != nil {
+		cc.Service.Path = &path
+	}
+	return err
 }

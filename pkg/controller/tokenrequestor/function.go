@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -33,11 +34,36 @@ import (
 type Config struct {
 	// Enabled is controllers.tokenRequestor.enabled.
 	Enabled bool `envconfig:"TOKEN_REQUESTOR_ENABLED"`
+	// Namespaces is targetClientConnection.namespaces: the namespaces of the target where it keeps
+	// ServiceAccounts and target Secrets, all when empty. Gardener's controller reads the target
+	// through a cache confined to them, so a Secret asking for another namespace fails there on
+	// every retry; here it is a terminal failure that says why, and nothing of the target is read
+	// or written (a shoot's resource manager has kube-system, kubernetes-dashboard and
+	// kube-node-lease).
+	Namespaces []string `envconfig:"TARGET_NAMESPACES"`
 }
 
 // FromResourceManager takes the settings from the file (Gardener's defaults applied).
 func (c *Config) FromResourceManager(rm *componentconfig.ResourceManagerFile) {
 	c.Enabled = rm.Controllers.TokenRequestor.Enabled
+	if rm.TargetClientConnection != nil {
+		c.Namespaces = rm.TargetClientConnection.Namespaces
+	}
+}
+
+// unserved is the first namespace of the target the Secret asks for (its ServiceAccount's, its
+// target Secret's) that is not among Namespaces; "" when it asks for none such.
+func (c *Config) unserved(secret *corev1.Secret) string {
+	asked := []string{ServiceAccount(secret).Namespace}
+	if target := TargetSecret(secret); target != nil {
+		asked = append(asked, target.Namespace)
+	}
+	for _, namespace := range asked {
+		if len(c.Namespaces) > 0 && !slices.Contains(c.Namespaces, namespace) {
+			return namespace
+		}
+	}
+	return ""
 }
 
 // class is the class of the Secrets GRM's token requestor serves (gardenlet's serves others).
@@ -93,6 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	}
 	if !Relevant(secret.Labels, class) {
 		return nil
+	}
+	if namespace := r.Config.unserved(secret); namespace != "" {
+		return function.Terminal(fmt.Errorf("the Secret asks for the target's namespace %s, which is not among targetClientConnection.namespaces %v", namespace, r.Config.Namespaces))
 	}
 	due, err := r.due(ctx, req, secret)
 	if err != nil || !due {

@@ -144,3 +144,36 @@ func TestTokenRequestorPerSeed(t *testing.T) {
 	assert.Zero(t, h.Requests("patch"), "nothing due, nothing written")
 	assert.Equal(t, 1, h.TargetCounter.Total("create"), "one TokenReview")
 }
+
+// With targetClientConnection.namespaces, a Secret whose ServiceAccount or target Secret is in
+// another namespace of the target is a terminal failure (acknowledged, counted, not retried) and
+// nothing of the target is read or written; one within them gets its token.
+func TestTokenRequestorOnlyInTheTargetNamespaces(t *testing.T) {
+	ctx := context.Background()
+	served := targetNamespace(t)
+	h := functiontest.New(t, seed, tokenrequestor.Function, functiontest.AsFunction(), functiontest.WithTenants(),
+		functiontest.WithConfig(&tokenrequestor.Config{Enabled: true, Namespaces: []string{served}}))
+	elsewhere := targetNamespace(t)
+	terminal := func() float64 {
+		return h.Metric("gardener_knative_events_total", map[string]string{"outcome": "terminal"})
+	}
+	for name, secret := range map[string]*corev1.Secret{
+		"its ServiceAccount elsewhere": tokenSecret(t, string(tenantB), "tr-sa-"+elsewhere, elsewhere, nil, nil),
+		"its target Secret elsewhere": tokenSecret(t, string(tenantB), "tr-target-"+elsewhere, served, map[string]string{
+			resourcesv1alpha1.TokenRequestorTargetSecretName:      "copy",
+			resourcesv1alpha1.TokenRequestorTargetSecretNamespace: elsewhere,
+		}, nil),
+	} {
+		before := terminal()
+		h.TargetCounter.Reset()
+		h.Send("add", secret)
+		assert.Equal(t, before+1, terminal(), name)
+		assert.Zero(t, h.TargetCounter.Total("get")+h.TargetCounter.Total("create")+h.TargetCounter.Total("patch"), "%s: nothing of the target touched", name)
+		require.NoError(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret))
+		assert.NotContains(t, secret.Data, "token", name)
+	}
+	inServed := tokenSecret(t, string(tenantB), "tr-"+served, served, nil, nil)
+	h.Send("add", inServed)
+	require.NoError(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(inServed), inServed))
+	assert.Equal(t, "system:serviceaccount:"+served+":tr-"+served, authenticated(t, shootB, string(inServed.Data["token"])))
+}

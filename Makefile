@@ -8,6 +8,10 @@ ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 # ko at the version hack/tools/go.mod pins, built from the Go module proxy once and cached in
 # .cache/bin/ (test/deploy resolves config/ with it); such a line stops when it cannot be built.
 KO = ko=$$(hack/ko.sh); export KO_BIN=$$ko;
+# Gardener's own gardener-resource-manager (the benchmark peer) and gardener-apiserver (the garden
+# API of the suites that start it, pkg/testenv), at hack/peers/go.mod's version, built from the Go
+# module proxy by one `go build` once and cached in .cache/bin/.
+PEERS = peers=$$(hack/peers.sh gardener-resource-manager gardener-apiserver); export GARDENER_RESOURCE_MANAGER_BIN=$$(sed -n 1p <<<"$$peers") GARDENER_APISERVER_BIN=$$(sed -n 2p <<<"$$peers");
 
 .PHONY: run test chaos build generate release bench bench-seed coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
 
@@ -25,7 +29,7 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 	go vet ./...
 	rm -rf .cache/audit
-	$(ASSETS) $(KO) peer=$$(hack/peers.sh); export AUDIT_LOG_DIR=$$PWD/.cache/audit GARDENER_RESOURCE_MANAGER_BIN=$$peer; go test -p 3 -count=1 -timeout 30m ./...
+	$(ASSETS) $(KO) $(PEERS) export AUDIT_LOG_DIR=$$PWD/.cache/audit; go test -p 3 -count=1 -timeout 30m ./...
 	go run ./hack/leastprivilege -dir .cache/audit
 
 ## chaos: the whole landscape under event faults (drops, duplicates, reordering, delays, adapter

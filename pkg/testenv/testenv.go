@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,12 +123,20 @@ type Env struct {
 	Client client.Client
 
 	authorizationLog *authorizationLog
+	// gardener is the aggregated gardener-apiserver (Options.GardenerAPIServer), dir its and the
+	// front proxy's certificates.
+	gardener *gardenerAPIServer
+	dir      string
 }
 
-// Stop stops the control plane and its authorization log.
+// Stop stops the control plane (gardener-apiserver first) and its authorization log.
 func (e *Env) Stop() error {
-	err := e.Environment.Stop()
+	err := e.gardener.stop()
+	err = errors.Join(err, e.Environment.Stop())
 	e.authorizationLog.close()
+	if e.dir != "" {
+		err = errors.Join(err, os.RemoveAll(e.dir))
+	}
 	return err
 }
 
@@ -154,6 +163,11 @@ type Options struct {
 	// (OwnerReferencesPermissionEnforcement) sets it, so that hack/leastprivilege sees those
 	// checks. It replaces --authorization-mode, so APIServerArgs must not set that.
 	AuthorizationLog bool
+	// GardenerAPIServer serves Gardener's own API groups (GardenerAPIGroups) through
+	// gardener-apiserver v1.150, aggregated beside kube-apiserver, with its registry strategies,
+	// defaulting, validation and default admission plugins, instead of stand-in CRDs: a garden as
+	// a landscape has it. Its binary comes from GardenerAPIServerEnv.
+	GardenerAPIServer bool
 }
 
 // AuditLogDirEnv names a directory: when set, every control plane writes kube-apiserver's audit
@@ -206,6 +220,11 @@ func StartWith(opts Options) (*Env, error) {
 	crds, err := GardenerCRDs()
 	if err != nil {
 		return nil, err
+	}
+	if opts.GardenerAPIServer {
+		// gardener-apiserver serves these groups; the kinds Gardener itself serves as CRDs
+		// (extensions, druid, machine, operator, resources) stay.
+		crds = slices.DeleteFunc(crds, func(crd *apiextensionsv1.CustomResourceDefinition) bool { return GardenerAPIGroups[crd.Spec.Group] })
 	}
 	// The CRDs config/ ships are installed as config/ ships them.
 	crds = append(crds, shipped.All()...)
@@ -270,12 +289,29 @@ func startOnce(opts Options, crds []*apiextensionsv1.CustomResourceDefinition) (
 			started.authorizationLog = log
 		}
 	}
+	if opts.GardenerAPIServer {
+		dir, err := os.MkdirTemp("", "testenv-gardener-")
+		if err != nil {
+			return nil, err
+		}
+		started.dir = dir
+		if err := aggregation(env, dir); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = started.Stop()
 		return nil, err
 	}
 	started.Config = cfg
+	if opts.GardenerAPIServer {
+		if started.gardener, err = startGardenerAPIServer(context.Background(), env, started.dir); err != nil {
+			_ = started.Stop()
+			return nil, fmt.Errorf("gardener-apiserver: %w", err)
+		}
+	}
 	return started, nil
 }
 

@@ -147,35 +147,18 @@ egressSelections:
         udsName: $D/egress.sock
 E
   start egress "$assets/clusteregress" -socket "$D/egress.sock" -dns "$hostip:53"
-  # Authorization: Node, RBAC, then GRM's node-agent authorizer for node agents only (its Knative
-  # Service, through the egress proxy and the ingress's TLS), as config/shoot's example says.
+  # Knative's cluster-local TLS (Traefik's certificate, the CA registrations by URL trust).
   ingress_tls
-  cat >"$D/authz-kubeconfig" <<A
-apiVersion: v1
-kind: Config
-clusters: [{name: authorizer, cluster: {server: "https://grm-node-agent-authorizer.gardener-knative.svc.cluster.local/webhooks/auth/nodeagent", certificate-authority: "$D/pki/ingress-ca.crt"}}]
-users: [{name: kube-apiserver, user: {}}]
-contexts: [{name: authorizer, context: {cluster: authorizer, user: kube-apiserver}}]
-current-context: authorizer
-A
+  # Authorization: Node and RBAC, as a seed's. GRM's node-agent authorizer is the shoots'
+  # (gardenlet configures it for shoot kube-apiservers only): test/cluster's shoots call it at
+  # their tenant paths; the seed's own paths answer only the seed's proof, which a file written
+  # before the deployment cannot carry.
   cat >"$D/authorization.yaml" <<A
 apiVersion: apiserver.config.k8s.io/v1
 kind: AuthorizationConfiguration
 authorizers:
 - {type: Node, name: node}
 - {type: RBAC, name: rbac}
-- type: Webhook
-  name: node-agent-authorizer
-  webhook:
-    timeout: 3s
-    subjectAccessReviewVersion: v1
-    matchConditionSubjectAccessReviewVersion: v1
-    failurePolicy: NoOpinion
-    authorizedTTL: 1s
-    unauthorizedTTL: 1s
-    connectionInfo: {type: KubeConfigFile, kubeConfigFile: "$D/authz-kubeconfig"}
-    matchConditions:
-    - expression: "request.user.startsWith('gardener.cloud:node-agent:')"
 A
   start kube-apiserver "$assets/kube-apiserver" --egress-selector-config-file "$D/egress.yaml" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --secure-port "$API_PORT" --bind-address "$hostip" --advertise-address "$hostip" \
@@ -441,7 +424,7 @@ small_requests() {
 # Knative's cluster-local domain over TLS, terminated by Traefik with a certificate for
 # *.<namespace>.svc.cluster.local of a CA made here ($D/pki/ingress-ca.crt): what registrations by
 # cluster-local URL trust (the scale-to-zero part's input knative-ingress-ca, the shoots'
-# enrolment, the authorizer's kubeconfig).
+# enrolment and authorizer files).
 ingress_tls() {
   local pki=$D/pki sans="DNS:*.gardener-knative.svc.cluster.local,DNS:*.gardener-knative-runtime.svc.cluster.local,DNS:*.default.svc.cluster.local,DNS:*.svc.cluster.local"
   openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=gardener-knative cluster ingress CA" \

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,30 +49,10 @@ func TestGardenerAPIServerServesTheGarden(t *testing.T) {
 	project := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: gardencorev1beta1.ProjectSpec{Namespace: new("garden-dev")}}
 	require.NoError(t, c.Create(ctx, project))
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-dev"}}))
-	require.NoError(t, c.Create(ctx, &gardencorev1beta1.CloudProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: "local"},
-		Spec: gardencorev1beta1.CloudProfileSpec{
-			Type:       "local",
-			Kubernetes: gardencorev1beta1.KubernetesSettings{Versions: []gardencorev1beta1.ExpirableVersion{{Version: "1.33.0"}}},
-			MachineImages: []gardencorev1beta1.MachineImage{{Name: "local", Versions: []gardencorev1beta1.MachineImageVersion{{
-				ExpirableVersion: gardencorev1beta1.ExpirableVersion{Version: "1.0.0"}, CRI: []gardencorev1beta1.CRI{{Name: gardencorev1beta1.CRINameContainerD}},
-				Architectures: []string{"amd64"},
-			}}}},
-			MachineTypes: []gardencorev1beta1.MachineType{{Name: "local", CPU: resourceQuantity(t, "1"), GPU: resourceQuantity(t, "0"), Memory: resourceQuantity(t, "1Gi"), Architecture: new("amd64"), Usable: new(true)}},
-			Regions:      []gardencorev1beta1.Region{{Name: "local"}},
-		},
-	}))
+	require.NoError(t, testenv.LocalProvider(ctx, c))
 
 	// A workerless Shoot: defaulted by the server (purpose, maintenance window).
-	shoot := &gardencorev1beta1.Shoot{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "garden-dev", Name: "s"},
-		Spec: gardencorev1beta1.ShootSpec{
-			CloudProfile: &gardencorev1beta1.CloudProfileReference{Kind: "CloudProfile", Name: "local"},
-			Region:       "local",
-			Provider:     gardencorev1beta1.Provider{Type: "local"},
-			Kubernetes:   gardencorev1beta1.Kubernetes{Version: "1.33.0"},
-		},
-	}
+	shoot := testenv.WorkerlessShoot("garden-dev", "s")
 	require.NoError(t, c.Create(ctx, shoot))
 	require.NotNil(t, shoot.Spec.Purpose, "defaulted")
 	require.NotNil(t, shoot.Spec.Maintenance, "defaulted")
@@ -90,11 +69,4 @@ func TestGardenerAPIServerServesTheGarden(t *testing.T) {
 	require.NoError(t, c.Patch(ctx, shoot, client.RawPatch(types.MergePatchType, retry)))
 	assert.NotContains(t, shoot.Annotations, v1beta1constants.GardenerOperation, "the server consumes the retry annotation")
 	assert.Equal(t, generation+1, shoot.Generation, "and bumps the generation instead")
-}
-
-func resourceQuantity(t *testing.T, s string) resource.Quantity {
-	t.Helper()
-	q, err := resource.ParseQuantity(s)
-	require.NoError(t, err)
-	return q
 }

@@ -122,13 +122,6 @@ func assertTokenMounted(t *testing.T, cl client.Client, pod *corev1.Pod) {
 	})
 }
 
-// kube-apiserver asks the node-agent authorizer (its third authorizer, for node agents only) on a
-// real SubjectAccessReview: a node agent may create CertificateSigningRequests, which RBAC alone
-// never grants it, and may not delete Secrets.
-func TestNodeAgentAuthorizer(t *testing.T) {
-	assertNodeAgentAuthorizer(t, c)
-}
-
 // assertNodeAgentAuthorizer asks cl's kube-apiserver, on real SubjectAccessReviews, whether a node
 // agent may create CertificateSigningRequests (allowed) and delete a Secret (denied).
 func assertNodeAgentAuthorizer(t *testing.T, cl client.Client) {

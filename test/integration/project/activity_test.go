@@ -21,6 +21,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/controller/project"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 	"github.com/gardener-knative/gardener-knative/sources"
 )
 
@@ -36,7 +37,8 @@ func TestActivity(t *testing.T) {
 	h := functiontest.New(t, env, project.Function, functiontest.WithConfig(&project.Config{Settings: gardenerDefaults}), functiontest.AsFunction())
 	p := newProject(t, nil)
 	ns := *p.Spec.Namespace
-	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: ns}}
+	require.NoError(t, testenv.LocalProvider(context.Background(), env.Client))
+	shoot := testenv.WorkerlessShoot(ns, "shoot")
 	create(t, shoot)
 	h.Send("update", shoot) // warm up discovery, so that the counts below are the function's own
 
@@ -110,8 +112,12 @@ func TestActivity(t *testing.T) {
 		assert.Equal(t, map[string]int{"referenced": 1}, matched)
 	})
 	t.Run("a Shoot in a namespace of no Project costs one GET", func(t *testing.T) {
-		elsewhere := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: otherNamespace(t)}}
-		create(t, elsewhere)
+		// gardener-apiserver admits no such Shoot; the event is the hint of one (a source's view
+		// of a namespace whose Project went meanwhile).
+		plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plain-"}}
+		create(t, plain)
+		elsewhere := testenv.WorkerlessShoot(plain.Name, "shoot")
+		elsewhere.Generation = 1 // as the server's answer to its create would say
 		h.ResetRequests()
 		h.Send("add", elsewhere)
 		assert.Equal(t, 1, h.Requests(""))
@@ -138,7 +144,8 @@ func TestActivitySweep(t *testing.T) {
 	ns := *p.Spec.Namespace
 
 	t.Run("a Shoot whose events were lost: its latest change is recorded", func(t *testing.T) {
-		shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "lost", Namespace: ns}}
+		require.NoError(t, testenv.LocalProvider(context.Background(), env.Client))
+		shoot := testenv.WorkerlessShoot(ns, "lost")
 		create(t, shoot) // and no event reaches the function
 		require.Nil(t, lastActivity(t, p))
 		h.Clock.Step(time.Minute) // the function's clock is ahead of the API server's
@@ -157,7 +164,10 @@ func TestActivitySweep(t *testing.T) {
 		assert.Zero(t, h.Requests("patch"))
 	})
 	t.Run("an activity an event recorded is not moved back", func(t *testing.T) {
-		quota := &gardencorev1beta1.Quota{ObjectMeta: metav1.ObjectMeta{Name: "referenced", Namespace: ns, Labels: map[string]string{v1beta1constants.LabelSecretBindingReference: "true"}}}
+		quota := &gardencorev1beta1.Quota{
+			ObjectMeta: metav1.ObjectMeta{Name: "referenced", Namespace: ns, Labels: map[string]string{v1beta1constants.LabelSecretBindingReference: "true"}},
+			Spec:       gardencorev1beta1.QuotaSpec{Scope: corev1.ObjectReference{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Project"}},
+		}
 		create(t, quota)
 		h.Clock.Step(time.Hour)
 		h.Send("add", quota)

@@ -20,5 +20,5 @@ func TestMain(m *testing.M) {
 	// for hack/leastprivilege.
 	testenv.MainWith(m, &env, testenv.Options{APIServerArgs: map[string]string{
 		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement",
-	}, AuthorizationLog: true})
+	}, AuthorizationLog: true, GardenerAPIServer: true})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
 	"github.com/gardener-knative/gardener-knative/pkg/kinds"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // newMain serves the project function as its own ServiceAccount, with exactly the RBAC its
@@ -222,12 +223,13 @@ func TestRefusesNamespaceOfAnotherProject(t *testing.T) {
 	h.Send("add", first)
 	requireReady(t, first)
 
-	// A second project claims it with labels copied from the first: the UID annotation tells.
-	squatter := createProject(t, "squatter", func(p *gardencorev1beta1.Project) { p.Spec.Namespace = ptr.To("garden-first") })
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-first"}}
-	refresh(t, ns)
-	ns.Labels = projectLabels("squatter")
+	// A second project claims a namespace that is the first's, labelled for the second: the UID
+	// annotation tells. (gardener-apiserver refuses a second Project naming the namespace a
+	// Project names; this one names a namespace an operator copied the first's annotation to.)
+	ns := createNamespace(t, "garden-squat", projectLabels("squatter"))
+	metav1.SetMetaDataAnnotation(&ns.ObjectMeta, "namespace.gardener.cloud/project", string(first.UID))
 	require.NoError(t, env.Client.Update(context.Background(), ns))
+	squatter := createProject(t, "squatter", func(p *gardencorev1beta1.Project) { p.Spec.Namespace = ptr.To("garden-squat") })
 	h.Send("add", squatter)
 	refresh(t, squatter)
 	assert.Equal(t, gardencorev1beta1.ProjectFailed, squatter.Status.Phase)
@@ -451,13 +453,14 @@ func TestDeletionWaitsForShootsThenReleasesNamespace(t *testing.T) {
 	p := createProject(t, "doomed", func(p *gardencorev1beta1.Project) { p.Spec.Namespace = ptr.To("garden-doomed") })
 	h.Send("add", p)
 	requireReady(t, p)
-	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "last", Namespace: "garden-doomed"}}
+	require.NoError(t, testenv.LocalProvider(ctx, env.Client))
+	shoot := testenv.WorkerlessShoot("garden-doomed", "last")
 	require.NoError(t, env.Client.Create(ctx, shoot))
 
 	// Events are named after the object and the (fake) time, as client-go's recorder names
 	// them: time passes between the Events about one project.
 	h.Clock.Step(time.Second)
-	require.NoError(t, env.Client.Delete(ctx, p))
+	require.NoError(t, testenv.DeleteConfirmed(ctx, env.Client, p))
 	refresh(t, p)
 	h.Send("update", p)
 	refresh(t, p)
@@ -475,7 +478,7 @@ func TestDeletionWaitsForShootsThenReleasesNamespace(t *testing.T) {
 
 	// The last Shoot's deletion brings the project back: the namespace goes.
 	h.Clock.Step(time.Second)
-	require.NoError(t, env.Client.Delete(ctx, shoot))
+	require.NoError(t, testenv.DeleteConfirmed(ctx, env.Client, shoot))
 	h.Send("delete", shoot)
 	refresh(t, ns)
 	assert.NotNil(t, ns.DeletionTimestamp)
@@ -501,7 +504,7 @@ func TestDeletionKeepsAdoptedNamespace(t *testing.T) {
 	h.Send("add", p)
 	requireReady(t, p)
 
-	require.NoError(t, env.Client.Delete(ctx, p))
+	require.NoError(t, testenv.DeleteConfirmed(ctx, env.Client, p))
 	refresh(t, p)
 	h.Send("update", p)
 	assert.False(t, exists(t, p), "released at once")

@@ -44,7 +44,7 @@ func newStaleHarness(t testing.TB, settings stale.Settings, options ...functiont
 func newProject(t testing.TB, namespaceAnnotations map[string]string) *gardencorev1beta1.Project {
 	t.Helper()
 	ctx := context.Background()
-	p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{GenerateName: "stale-"}}
+	p := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{GenerateName: "st-"}}
 	require.NoError(t, env.Client.Create(ctx, p))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        "garden-" + p.Name,
@@ -58,7 +58,7 @@ func newProject(t testing.TB, namespaceAnnotations map[string]string) *gardencor
 	p.Status.ObservedGeneration = p.Generation
 	require.NoError(t, env.Client.Status().Update(ctx, p))
 	t.Cleanup(func() {
-		_ = client.IgnoreNotFound(env.Client.Delete(ctx, p))
+		_ = client.IgnoreNotFound(testenv.DeleteConfirmed(ctx, env.Client, p))
 		_ = client.IgnoreNotFound(env.Client.Delete(ctx, ns))
 	})
 	return p
@@ -87,13 +87,25 @@ func create(t testing.TB, obj client.Object) {
 	require.NoError(t, env.Client.Create(context.Background(), obj))
 }
 
-// otherNamespace creates a namespace of no Project, where bindings and the Shoots that use them
-// live in the cases where they are not in the Project's namespace.
+// otherNamespace creates another Project's namespace, where bindings and the Shoots that use
+// them live in the cases where they are not in the Project's namespace (gardener-apiserver admits
+// Shoots in Projects' namespaces only).
 func otherNamespace(t testing.TB) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garden-other-"}}
-	create(t, ns)
-	return ns.Name
+	return *newProject(t, nil).Spec.Namespace
+}
+
+// credentials creates the Secret "credentials" in namespace, which bindings name.
+func credentials(t testing.TB, namespace string) {
+	t.Helper()
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "credentials"}})
+}
+
+// usedBy creates a Shoot with workers in namespace that uses the binding configure names.
+func usedBy(t testing.TB, namespace, name string, configure func(*gardencorev1beta1.ShootSpec)) {
+	t.Helper()
+	require.NoError(t, testenv.LocalProvider(context.Background(), env.Client))
+	create(t, testenv.ShootWithWorkers(namespace, name, configure))
 }
 
 func timeOf(mt *metav1.Time) *time.Time {
@@ -148,39 +160,55 @@ func TestStaleSweep(t *testing.T) {
 
 	withShoot := newProject(t, nil)
 	setStatus(t, withShoot, expiring)
-	create(t, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: *withShoot.Spec.Namespace}})
+	require.NoError(t, testenv.LocalProvider(ctx, env.Client))
+	create(t, testenv.WorkerlessShoot(*withShoot.Spec.Namespace, "shoot"))
 
 	withBackupEntry := newProject(t, nil)
-	create(t, &gardencorev1beta1.BackupEntry{ObjectMeta: metav1.ObjectMeta{Name: "entry", Namespace: *withBackupEntry.Spec.Namespace}})
+	entry, err := testenv.BackupEntry(ctx, env.Client, *withBackupEntry.Spec.Namespace, "entry")
+	require.NoError(t, err)
+	create(t, entry)
 
 	// Secrets and Quotas of a project namespace, referenced by bindings in another namespace that
 	// a Shoot there uses.
+	local := gardencorev1beta1.SecretBindingProvider{Type: "local"}
+	credentials(t, other)
 	withSecretBinding := newProject(t, nil)
+	credentials(t, *withSecretBinding.Spec.Namespace)
 	create(t, &gardencorev1beta1.SecretBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "sb-secret", Namespace: other},
 		SecretRef:  corev1.SecretReference{Name: "credentials", Namespace: *withSecretBinding.Spec.Namespace},
+		Provider:   &local,
 	})
-	create(t, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "uses-sb-secret", Namespace: other}, Spec: gardencorev1beta1.ShootSpec{SecretBindingName: ptr.To("sb-secret")}})
+	usedBy(t, other, "sb-secret", func(s *gardencorev1beta1.ShootSpec) { s.SecretBindingName = ptr.To("sb-secret") })
 
 	withCredentialsBinding := newProject(t, nil)
+	credentials(t, *withCredentialsBinding.Spec.Namespace)
 	create(t, &securityv1alpha1.CredentialsBinding{
 		ObjectMeta:     metav1.ObjectMeta{Name: "cb-secret", Namespace: other},
 		CredentialsRef: corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Name: "credentials", Namespace: *withCredentialsBinding.Spec.Namespace},
+		Provider:       securityv1alpha1.CredentialsBindingProvider{Type: "local"},
 	})
-	create(t, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "uses-cb-secret", Namespace: other}, Spec: gardencorev1beta1.ShootSpec{CredentialsBindingName: ptr.To("cb-secret")}})
+	usedBy(t, other, "cb-secret", func(s *gardencorev1beta1.ShootSpec) { s.CredentialsBindingName = ptr.To("cb-secret") })
 
 	withQuota := newProject(t, nil)
+	create(t, &gardencorev1beta1.Quota{
+		ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: *withQuota.Spec.Namespace},
+		Spec:       gardencorev1beta1.QuotaSpec{Scope: corev1.ObjectReference{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Project"}},
+	})
 	create(t, &gardencorev1beta1.SecretBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "sb-quota", Namespace: other},
 		SecretRef:  corev1.SecretReference{Name: "credentials", Namespace: other},
 		Quotas:     []corev1.ObjectReference{{Name: "quota", Namespace: *withQuota.Spec.Namespace}},
+		Provider:   &local,
 	})
-	create(t, &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "uses-sb-quota", Namespace: other}, Spec: gardencorev1beta1.ShootSpec{SecretBindingName: ptr.To("sb-quota")}})
+	usedBy(t, other, "sb-quota", func(s *gardencorev1beta1.ShootSpec) { s.SecretBindingName = ptr.To("sb-quota") })
 
 	withUnusedBinding := newProject(t, nil)
+	credentials(t, *withUnusedBinding.Spec.Namespace)
 	create(t, &gardencorev1beta1.SecretBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "sb-unused", Namespace: other},
 		SecretRef:  corev1.SecretReference{Name: "credentials", Namespace: *withUnusedBinding.Spec.Namespace},
+		Provider:   &local,
 	})
 
 	withinGrace := newProject(t, nil)
@@ -297,7 +325,7 @@ func createUnusedProject(t testing.TB) error {
 		return fmt.Errorf("project %s: %w", p.Name, err)
 	}
 	t.Cleanup(func() {
-		_ = client.IgnoreNotFound(env.Client.Delete(ctx, p))
+		_ = client.IgnoreNotFound(testenv.DeleteConfirmed(ctx, env.Client, p))
 		_ = client.IgnoreNotFound(env.Client.Delete(ctx, ns))
 	})
 	return nil

@@ -7,10 +7,15 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot"
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shoot/retry"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 // failShoot is gardenlet failing the Shoot's reconciliation at the given time with the given
@@ -67,4 +72,38 @@ func TestRetryByEventOfALongFailedShoot(t *testing.T) {
 	assert.NoError(t, env.Client.Update(t.Context(), changed))
 	f.Send("update", changed)
 	assert.False(t, retried(t, changed))
+}
+
+// Against gardener-apiserver the retry is what a landscape sees: the server consumes the
+// annotation and bumps the generation instead, so the Shoot counts as changed, and no sweep
+// retries it again until gardenlet has observed it.
+func TestRetryOnTheRealAPI(t *testing.T) {
+	ctx := t.Context()
+	garden, err := testenv.StartWith(testenv.Options{GardenerAPIServer: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, garden.Stop()) })
+	require.NoError(t, garden.Client.Create(ctx, &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: "retry"}, Spec: gardencorev1beta1.ProjectSpec{Namespace: new("garden-retry")}}))
+	require.NoError(t, garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-retry"}}))
+	require.NoError(t, testenv.LocalProvider(ctx, garden.Client))
+	s := testenv.WorkerlessShoot("garden-retry", "limited")
+	require.NoError(t, garden.Client.Create(ctx, s))
+	now := time.Now().Truncate(time.Second)
+	s.Status.ObservedGeneration = s.Generation
+	s.Status.LastOperation = &gardencorev1beta1.LastOperation{
+		Type: gardencorev1beta1.LastOperationTypeReconcile, State: gardencorev1beta1.LastOperationStateFailed,
+		LastUpdateTime: metav1.NewTime(now.Add(-time.Hour)), Description: "infrastructure reconciliation failed",
+	}
+	s.Status.LastErrors = []gardencorev1beta1.LastError{{Description: "too many requests", Codes: []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorInfraRateLimitsExceeded}}}
+	require.NoError(t, garden.Client.Status().Update(ctx, s))
+	generation := s.Generation
+
+	h := functiontest.New(t, garden, shoot.Function, functiontest.AsFunction(), functiontest.At(now))
+	h.Send("update", s)
+	require.NoError(t, garden.Client.Get(ctx, client.ObjectKeyFromObject(s), s))
+	assert.NotContains(t, s.Annotations, v1beta1constants.GardenerOperation, "consumed by the server")
+	assert.Equal(t, generation+1, s.Generation, "retried: the server bumped the generation")
+
+	h.Clock.Step(time.Hour)
+	writes := h.Measure(func() { h.Sweep(retry.Name) })
+	assert.Zero(t, writes["patch"]+writes["update"], "not retried again before gardenlet observed it")
 }

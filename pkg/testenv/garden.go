@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"testing"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -163,4 +164,28 @@ func BackupEntry(ctx context.Context, c client.Client, namespace, name string) (
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       gardencorev1beta1.BackupEntrySpec{BucketName: bucket.Name, SeedName: new(SeedName)},
 	}, nil
+}
+
+// ProjectNamespace creates a Project (named p-<random>, at most 10 characters as
+// gardener-apiserver asks) and its namespace garden-<name>, and returns the namespace: where a
+// garden with the real API admits Shoots. The provider's objects (LocalProvider) exist too.
+func (e *Env) ProjectNamespace(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := LocalProvider(ctx, e.Client); err != nil {
+		t.Fatalf("the local provider: %v", err)
+	}
+	project := &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
+	if err := e.Client.Create(ctx, project); err != nil {
+		t.Fatalf("creating a Project: %v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-" + project.Name}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("creating the namespace of Project %s: %v", project.Name, err)
+	}
+	project.Spec.Namespace = &ns.Name
+	if err := e.Client.Update(ctx, project); err != nil {
+		t.Fatalf("naming the namespace of Project %s: %v", project.Name, err)
+	}
+	return ns.Name
 }

@@ -1,5 +1,6 @@
 // Package project_test serves the project function's reconcilers in-process (functiontest)
-// against one real kube-apiserver and etcd, and sends them the CloudEvents their sources would.
+// against one real kube-apiserver and etcd with gardener-apiserver serving the garden's API, and
+// sends them the CloudEvents their sources would.
 // The files of this package share env: main_test.go starts it, project_test.go covers the Main
 // reconciler, stale_test.go and activity_test.go the Stale and Activity reconcilers.
 package project_test

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gardener-knative/gardener-knative/pkg/controller/shootstate"
 	"github.com/gardener-knative/gardener-knative/pkg/function/functiontest"
+	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
 
 func fresh[T client.Object](t testing.TB, obj T) T {
@@ -34,7 +35,7 @@ func operate(t testing.TB, s *gardencorev1beta1.Shoot, opType gardencorev1beta1.
 // does when a migration starts, its ShootState.
 func shootAndState(t testing.TB, ns, name string) (*gardencorev1beta1.Shoot, *gardencorev1beta1.ShootState) {
 	t.Helper()
-	s := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	s := testenv.WorkerlessShoot(ns, name)
 	require.NoError(t, env.Client.Create(context.Background(), s))
 	s = operate(t, s, gardencorev1beta1.LastOperationTypeReconcile, gardencorev1beta1.LastOperationStateSucceeded)
 	state := &gardencorev1beta1.ShootState{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
@@ -49,7 +50,7 @@ func finalized(t testing.TB, state *gardencorev1beta1.ShootState) bool {
 
 func TestFinalizerDuringMigrateAndRestore(t *testing.T) {
 	h := functiontest.New(t, env, shootstate.Function, functiontest.AsFunction())
-	s, state := shootAndState(t, env.Namespace(t), "migrating")
+	s, state := shootAndState(t, env.ProjectNamespace(t), "migrating")
 	h.Send("add", state)
 	assert.False(t, finalized(t, state), "a Reconcile operation: no finalizer")
 
@@ -67,14 +68,14 @@ func TestFinalizerDuringMigrateAndRestore(t *testing.T) {
 	assert.False(t, finalized(t, state), "the Restore succeeded")
 
 	// The state can go now.
-	require.NoError(t, env.Client.Delete(context.Background(), state))
+	require.NoError(t, testenv.DeleteConfirmed(context.Background(), env.Client, state))
 }
 
 // A restore that fails and becomes a Reconcile looks like any Reconcile update of any Shoot: the
 // event is filtered and the sweep removes the finalizer.
 func TestSweepRemovesTheFinalizerAfterARestoreBecameAReconcile(t *testing.T) {
 	h := functiontest.New(t, env, shootstate.Function, functiontest.AsFunction())
-	s, state := shootAndState(t, env.Namespace(t), "restored")
+	s, state := shootAndState(t, env.ProjectNamespace(t), "restored")
 	s = operate(t, s, gardencorev1beta1.LastOperationTypeRestore, gardencorev1beta1.LastOperationStateFailed)
 	h.Sweep(shootstate.Name)
 	assert.True(t, finalized(t, state), "a failed Restore keeps it")
@@ -102,13 +103,13 @@ func countShootStates(t testing.TB) int {
 // acknowledged (Gardener retries it with backoff; here the Shoot's events and the sweep come back).
 func TestShootStateWithoutAShootToDecideFrom(t *testing.T) {
 	h := functiontest.New(t, env, shootstate.Function, functiontest.AsFunction())
-	ns := env.Namespace(t)
+	ns := env.ProjectNamespace(t)
 	orphan := &gardencorev1beta1.ShootState{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: ns}}
 	require.NoError(t, env.Client.Create(context.Background(), orphan))
 	h.Send("add", orphan)
 	assert.False(t, finalized(t, orphan))
 
-	unreconciled := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "unreconciled", Namespace: ns}}
+	unreconciled := testenv.WorkerlessShoot(ns, "unreconciled")
 	require.NoError(t, env.Client.Create(context.Background(), unreconciled))
 	state := &gardencorev1beta1.ShootState{ObjectMeta: metav1.ObjectMeta{Name: "unreconciled", Namespace: ns}}
 	require.NoError(t, env.Client.Create(context.Background(), state))
@@ -117,6 +118,6 @@ func TestShootStateWithoutAShootToDecideFrom(t *testing.T) {
 
 	// A Shoot event for a Shoot without a ShootState costs one GET.
 	s := operate(t, unreconciled, gardencorev1beta1.LastOperationTypeMigrate, gardencorev1beta1.LastOperationStateProcessing)
-	require.NoError(t, env.Client.Delete(context.Background(), state))
+	require.NoError(t, testenv.DeleteConfirmed(context.Background(), env.Client, state))
 	assert.Equal(t, map[string]int{"get": 1}, h.Measure(func() { h.Send("update", s) }))
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -36,15 +37,8 @@ import (
 // pins (`hack/peers.sh gardener-apiserver` builds it; `make test` sets it).
 const GardenerAPIServerEnv = "GARDENER_APISERVER_BIN"
 
-// GardenerAPIGroups are the API groups gardener-apiserver serves: a garden with the real API has
-// no stand-in CRDs of theirs.
-var GardenerAPIGroups = map[string]bool{
-	"core.gardener.cloud": true, "seedmanagement.gardener.cloud": true,
-	"operations.gardener.cloud": true, "security.gardener.cloud": true,
-}
-
-// gardenerGroupVersions are registered with the aggregator (Gardener's
-// apiserver.AllGardenerAPIGroupVersions).
+// gardenerGroupVersions are what gardener-apiserver serves (Gardener's
+// apiserver.AllGardenerAPIGroupVersions), registered with the aggregator.
 var gardenerGroupVersions = []schema.GroupVersion{
 	{Group: "core.gardener.cloud", Version: "v1"},
 	{Group: "core.gardener.cloud", Version: "v1beta1"},
@@ -254,6 +248,12 @@ func (g *gardenerAPIServer) register(ctx context.Context, user *envtest.Authenti
 	})
 }
 
+// servedByGardenerAPIServer says whether gardener-apiserver serves group: a garden with the real
+// API has no stand-in CRDs of it.
+func servedByGardenerAPIServer(group string) bool {
+	return slices.ContainsFunc(gardenerGroupVersions, func(gv schema.GroupVersion) bool { return gv.Group == group })
+}
+
 // available says whether an APIService's Available condition is True.
 func available(s *unstructured.Unstructured) bool {
 	conditions, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
@@ -314,43 +314,23 @@ func (g *gardenerAPIServer) stop() error {
 
 // newCA makes a self-signed CA for one control plane's lifetime.
 func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	template := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	ca, err := x509.ParseCertificate(der)
-	return ca, key, err
+	template := certificateTemplate(name)
+	template.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	template.BasicConstraintsValid, template.IsCA = true, true
+	return sign(template, nil, nil)
 }
 
-// issue makes a certificate of ca for name (and hosts, a server's), PEM-encoded with its key.
+// issue makes a certificate of ca for name (and hosts, a server's on loopback), PEM-encoded with
+// its key.
 func issue(ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, hosts []string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	template := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		DNSNames:    hosts,
-	}
+	template := certificateTemplate(name)
+	template.KeyUsage = x509.KeyUsageDigitalSignature
+	template.ExtKeyUsage = []x509.ExtKeyUsage{usage}
+	template.DNSNames = hosts
 	if len(hosts) > 0 {
 		template.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
+	cert, key, err := sign(template, ca, caKey)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -358,7 +338,34 @@ func issue(ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, hosts []s
 	if err != nil {
 		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return encodeCert(cert), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// certificateTemplate is a certificate of name valid for a day (from an hour ago).
+func certificateTemplate(name string) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+	}
+}
+
+// sign makes a key and template's certificate for it, signed by parent's key, or self-signed
+// without a parent.
+func sign(template, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		parent, parentKey = template, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
 }
 
 func encodeCert(c *x509.Certificate) []byte {

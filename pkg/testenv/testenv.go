@@ -163,10 +163,10 @@ type Options struct {
 	// (OwnerReferencesPermissionEnforcement) sets it, so that hack/leastprivilege sees those
 	// checks. It replaces --authorization-mode, so APIServerArgs must not set that.
 	AuthorizationLog bool
-	// GardenerAPIServer serves Gardener's own API groups (GardenerAPIGroups) through
-	// gardener-apiserver v1.150, aggregated beside kube-apiserver, with its registry strategies,
-	// defaulting, validation and default admission plugins, instead of stand-in CRDs: a garden as
-	// a landscape has it. Its binary comes from GardenerAPIServerEnv.
+	// GardenerAPIServer serves Gardener's own API groups (core, seedmanagement, operations,
+	// security) through gardener-apiserver v1.150, aggregated beside kube-apiserver, with its
+	// registry strategies, defaulting, validation and default admission plugins, instead of
+	// stand-in CRDs: a garden as a landscape has it. Its binary comes from GardenerAPIServerEnv.
 	GardenerAPIServer bool
 }
 
@@ -224,7 +224,9 @@ func StartWith(opts Options) (*Env, error) {
 	if opts.GardenerAPIServer {
 		// gardener-apiserver serves these groups; the kinds Gardener itself serves as CRDs
 		// (extensions, druid, machine, operator, resources) stay.
-		crds = slices.DeleteFunc(crds, func(crd *apiextensionsv1.CustomResourceDefinition) bool { return GardenerAPIGroups[crd.Spec.Group] })
+		crds = slices.DeleteFunc(crds, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+			return servedByGardenerAPIServer(crd.Spec.Group)
+		})
 	}
 	// The CRDs config/ ships are installed as config/ ships them.
 	crds = append(crds, shipped.All()...)

@@ -235,8 +235,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req function.Request) error 
 	if err != nil || !served {
 		return err
 	}
+	// The seed's paths depend on the keys alone: read once, written in each pass's patch.
+	paths, err := r.seedPathsOf(ctx, req, obj)
+	if err != nil {
+		return err
+	}
 	for pass := 0; pass < 2; pass++ {
-		patched, err := r.inject(ctx, req, obj)
+		patched, err := r.inject(ctx, req, obj, paths)
 		if err != nil || !patched {
 			return err
 		}
@@ -271,9 +276,9 @@ func (r *Reconciler) servedHere(obj client.Object) (bool, error) {
 	return false, nil
 }
 
-// inject takes each source of the registration's webhooks one step and writes their bundles into
-// obj; patched says that obj changed.
-func (r *Reconciler) inject(ctx context.Context, req function.Request, obj client.Object) (bool, error) {
+// inject takes each source of the registration's webhooks one step and writes their bundles, and
+// the seed's paths (seedPathsOf), into obj; patched says that obj changed.
+func (r *Reconciler) inject(ctx context.Context, req function.Request, obj client.Object, paths map[string]func(*admissionregistrationv1.WebhookClientConfig)) (bool, error) {
 	bundles := map[source][]byte{}
 	for _, cc := range r.Kind.configs(obj) {
 		src, ok := sourceOf(obj, cc)
@@ -292,10 +297,6 @@ func (r *Reconciler) inject(ctx context.Context, req function.Request, obj clien
 		if err != nil {
 			return false, fmt.Errorf("%s %s: %w", r.Kind.name, obj.GetName(), err)
 		}
-	}
-	paths, err := r.seedPathsOf(ctx, req, obj)
-	if err != nil {
-		return false, err
 	}
 	patched, err := r.Source.Writer.Patch(ctx, obj, func() {
 		for _, cc := range r.Kind.configs(obj) {

@@ -8,7 +8,6 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,10 +81,7 @@ func TestRetryOnTheRealAPI(t *testing.T) {
 	garden, err := testenv.StartWith(testenv.Options{GardenerAPIServer: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, garden.Stop()) })
-	require.NoError(t, garden.Client.Create(ctx, &gardencorev1beta1.Project{ObjectMeta: metav1.ObjectMeta{Name: "retry"}, Spec: gardencorev1beta1.ProjectSpec{Namespace: new("garden-retry")}}))
-	require.NoError(t, garden.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-retry"}}))
-	require.NoError(t, testenv.LocalProvider(ctx, garden.Client))
-	s := testenv.WorkerlessShoot("garden-retry", "limited")
+	s := testenv.WorkerlessShoot(garden.ProjectNamespace(t), "limited")
 	require.NoError(t, garden.Client.Create(ctx, s))
 	now := time.Now().Truncate(time.Second)
 	s.Status.ObservedGeneration = s.Generation

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gardener-knative/gardener-knative/hack/internal/benchkit"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
@@ -51,7 +52,7 @@ func (r *run) accessKubeconfig(ctx context.Context, ns string, sh *shoot, path s
 // controllers (gardenlet's are 1h and 1m). Leader election is off: one replica each, where
 // Gardener runs two.
 func gardenerConfig(seedKubeconfig, shootKubeconfig, namespace, certDir string, period time.Duration) (*rmv1alpha1.ResourceManagerConfiguration, error) {
-	ports, err := freePorts(3)
+	ports, err := benchkit.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ const portAttempts = 3
 
 // startGardener starts one gardener-resource-manager per shoot, each as gardenlet configures a
 // shoot's, and waits until all are ready.
-func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*process, error) {
+func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*benchkit.Process, error) {
 	seedKubeconfig := filepath.Join(r.dir, "gardener-seed-kubeconfig")
 	if err := r.seedKubeconfig(gardenerUser, seedKubeconfig); err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*proces
 	if err := serving.PrepWithoutInstalling(); err != nil {
 		return nil, err
 	}
-	launch := func(i int, ns string) (*process, string, error) {
+	launch := func(i int, ns string) (*benchkit.Process, string, error) {
 		shootKubeconfig := filepath.Join(r.dir, fmt.Sprintf("gardener-shoot-%03d-kubeconfig", i))
 		if err := r.accessKubeconfig(ctx, ns, r.shoots.planes[i], shootKubeconfig); err != nil {
 			return nil, "", err
@@ -126,13 +127,13 @@ func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*proces
 		}
 		cmd := exec.Command(r.opts.peer, "--config="+path)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+seedKubeconfig)
-		p, err := start(fmt.Sprintf("gardener-resource-manager-%03d", i), cmd, filepath.Join(r.dir, fmt.Sprintf("gardener-%03d.log", i)))
+		p, err := benchkit.Start(fmt.Sprintf("gardener-resource-manager-%03d", i), cmd, filepath.Join(r.dir, fmt.Sprintf("gardener-%03d.log", i)))
 		if err != nil {
 			return nil, "", err
 		}
 		return p, "http://127.0.0.1:" + strconv.Itoa(cfg.Server.HealthProbes.Port) + "/readyz", nil
 	}
-	var procs []*process
+	var procs []*benchkit.Process
 	var readyz []string
 	for i, ns := range namespaces {
 		p, url, err := launch(i, ns)
@@ -146,13 +147,13 @@ func (r *run) startGardener(ctx context.Context, namespaces []string) ([]*proces
 		// A port found free may still be taken before the process binds it (by another
 		// process's listener, ports.go): such a start is repeated with other ports.
 		for attempt := 1; ; attempt++ {
-			err := procs[i].waitReady(ctx, readyz[i], 3*time.Minute)
+			err := procs[i].WaitReady(ctx, readyz[i], 3*time.Minute)
 			if err == nil {
 				break
 			}
 			// alive reports the exit again after waitReady saw it: the channel is closed then.
-			exited := procs[i].alive() != nil
-			if attempt == portAttempts || !exited || !strings.Contains(tail(procs[i].log), "address already in use") {
+			exited := procs[i].Alive() != nil
+			if attempt == portAttempts || !exited || !strings.Contains(benchkit.Tail(procs[i].Log), "address already in use") {
 				return procs, err
 			}
 			p, url, err := launch(i, ns)

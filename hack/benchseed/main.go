@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gardener-knative/gardener-knative/hack/internal/benchkit"
 	"github.com/gardener-knative/gardener-knative/pkg/tenant"
 	"github.com/gardener-knative/gardener-knative/pkg/testenv"
 )
@@ -70,7 +71,7 @@ const minPeriod = 15 * time.Second
 const extrapolateTo = 250
 
 func main() {
-	if servedAsPlumbing() {
+	if benchkit.ServedAsPlumbing() {
 		return
 	}
 	// controller-runtime's envtest logs through its global logger: nothing of it is wanted.
@@ -115,23 +116,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-seed:", err)
 		os.Exit(1)
 	}
-}
-
-// servedAsPlumbing runs this program as a process of our event plumbing when it was started as
-// one (sourceRoleEnv, brokerRoleEnv), and says so: the benchmark re-executes itself for them.
-func servedAsPlumbing() bool {
-	for env, run := range map[string]func(string) error{sourceRoleEnv: runSource, brokerRoleEnv: runBroker} {
-		spec, ok := os.LookupEnv(env)
-		if !ok {
-			continue
-		}
-		if err := run(spec); err != nil {
-			fmt.Fprintln(os.Stderr, env+":", err)
-			os.Exit(1)
-		}
-		return true
-	}
-	return false
 }
 
 // bench runs every size, prints the table and the fits, and returns the figures.
@@ -208,7 +192,7 @@ type sideResult struct {
 	fullSync  time.Duration
 	// settled is how long after the full sync the processes became quiet.
 	settled time.Duration
-	window  window
+	window  benchkit.Window
 	// peaks is the sum of the processes' own peaks (VmHWM) over the whole run.
 	peaks         int64
 	seedRequests  map[string]int
@@ -278,7 +262,7 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 			return res, err
 		}
 	}
-	var procs []*process
+	var procs []*benchkit.Process
 	var seedUsers, shootUsers []string
 	if name == "ours" {
 		procs, err = r.startOurs(ctx)
@@ -291,14 +275,14 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 		// What our functions counted (events by outcome, reconciles by trigger), for reading
 		// where a figure's time went.
 		for fn, url := range r.functionURLs {
-			if err := save(ctx, url+"/metrics", filepath.Join(r.dir, "ours-"+fn+".metrics")); err != nil {
+			if err := benchkit.Save(ctx, url+"/metrics", filepath.Join(r.dir, "ours-"+fn+".metrics")); err != nil {
 				fmt.Fprintf(r.log, "bench-seed: %s's metrics: %v\n", fn, err)
 			}
 		}
 		r.functionURLs, r.profileURLs = nil, nil
 		// The event plumbing (last) first: nothing is sent to what stopped.
 		for _, p := range slices.Backward(procs) {
-			p.stop()
+			p.Stop()
 		}
 		for _, f := range r.fronts {
 			_ = f.Close()
@@ -334,7 +318,7 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 		return res, err
 	}
 	fmt.Fprintf(r.log, "bench-seed: N=%d: %s: quiet %s later\n", r.n, name, res.settled.Round(time.Second))
-	if res.window, err = measure(ctx, procs, r.opts.period); err != nil {
+	if res.window, err = benchkit.Measure(ctx, procs, r.opts.period); err != nil {
 		return res, err
 	}
 	// What each of our processes holds at steady state, for reading where its memory goes
@@ -342,22 +326,22 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 	res.live = map[string]int64{}
 	for name, url := range r.profileURLs {
 		path := filepath.Join(r.dir, "ours-"+name+".heap")
-		if err := save(ctx, url+"/debug/pprof/heap?gc=1", path); err != nil {
+		if err := benchkit.Save(ctx, url+"/debug/pprof/heap?gc=1", path); err != nil {
 			fmt.Fprintf(r.log, "bench-seed: %s's heap profile: %v\n", name, err)
 			continue
 		}
-		if res.live[name], err = liveHeap(path); err != nil {
+		if res.live[name], err = benchkit.LiveHeap(path); err != nil {
 			return res, err
 		}
 	}
 	// kube-apiserver writes an audit event once the response is complete: a moment's grace.
 	time.Sleep(time.Second)
-	if res.seedRequests, err = requests(r.audit, seedUsers, res.window.from, res.window.to); err != nil {
+	if res.seedRequests, err = requests(r.audit, seedUsers, res.window.From, res.window.To); err != nil {
 		return res, err
 	}
 	res.shootRequests = map[string]int{}
 	for _, sh := range r.shoots.planes {
-		counts, err := requests(sh.audit, shootUsers, res.window.from, res.window.to)
+		counts, err := requests(sh.audit, shootUsers, res.window.From, res.window.To)
 		if err != nil {
 			return res, err
 		}
@@ -371,7 +355,7 @@ func (r *run) side(ctx context.Context, name string) (res sideResult, err error)
 	if res.drift, err = drift(ctx, shoot, w, r.opts.edits, 3*r.opts.period+time.Minute); err != nil {
 		return res, fmt.Errorf("drift: %w", err)
 	}
-	if res.peaks, err = sumPeaks(procs); err != nil {
+	if res.peaks, err = benchkit.SumPeaks(procs); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -406,17 +390,17 @@ func report(out io.Writer, opts options, results []sizeResult) {
 				continue // not measured (-sides)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", r.n, s.name, s.res.processes,
-				mib(s.res.window.meanRSS), mib(s.res.window.peakRSS), mib(s.res.peaks), s.res.window.cpu.Seconds(),
+				benchkit.MiB(s.res.window.MeanRSS), benchkit.MiB(s.res.window.PeakRSS), benchkit.MiB(s.res.peaks), s.res.window.CPU.Seconds(),
 				verbs(s.res.seedRequests, 1), verbs(s.res.shootRequests, r.n), s.res.fullSync.Round(100*time.Millisecond),
-				percentile(s.res.drift, 50).Round(time.Millisecond), percentile(s.res.drift, 99).Round(time.Millisecond))
+				benchkit.Percentile(s.res.drift, 50).Round(time.Millisecond), benchkit.Percentile(s.res.drift, 99).Round(time.Millisecond))
 		}
 	}
 	_ = tw.Flush()
 	everyProcess := append(servingProcesses(), sourceProcess, brokerProcess)
 	printPerProcess(out, results, "Our processes' RSS, mean over the window", everyProcess,
-		func(s sideResult) map[string]int64 { return s.window.rss })
+		func(s sideResult) map[string]int64 { return s.window.RSS })
 	printPerProcess(out, results, "Our processes' anonymous RSS (RssAnon: without their binaries' file pages), mean over the window", everyProcess,
-		func(s sideResult) map[string]int64 { return s.window.anon })
+		func(s sideResult) map[string]int64 { return s.window.Anon })
 	printPerProcess(out, results, "Our processes' live heap right after the window (after a collection; RSS adds the runtime, the binary and what the collector keeps)", profiledProcesses(),
 		func(s sideResult) map[string]int64 { return s.live })
 
@@ -429,9 +413,9 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		unit string
 		of   func(sideResult) float64
 	}{
-		{"RSS mean", "MiB", func(s sideResult) float64 { return float64(s.window.meanRSS) / (1 << 20) }},
-		{"RSS peak", "MiB", func(s sideResult) float64 { return float64(s.window.peakRSS) / (1 << 20) }},
-		{"CPU per period", "CPU-s", func(s sideResult) float64 { return s.window.cpu.Seconds() }},
+		{"RSS mean", "MiB", func(s sideResult) float64 { return float64(s.window.MeanRSS) / (1 << 20) }},
+		{"RSS peak", "MiB", func(s sideResult) float64 { return float64(s.window.PeakRSS) / (1 << 20) }},
+		{"CPU per period", "CPU-s", func(s sideResult) float64 { return s.window.CPU.Seconds() }},
 		{"seed requests per period", "requests", func(s sideResult) float64 { return float64(total(s.seedRequests)) }},
 		{"requests to all shoots per period", "requests", func(s sideResult) float64 { return float64(total(s.shootRequests)) }},
 		{"full sync", "s", func(s sideResult) float64 { return s.fullSync.Seconds() }},
@@ -451,12 +435,12 @@ func report(out io.Writer, opts options, results []sizeResult) {
 			for i, r := range results {
 				ys[i] = f.of(side.of(r))
 			}
-			l, err := fit(ns, ys)
+			l, err := benchkit.Fit(ns, ys)
 			if err != nil {
 				fmt.Fprintf(tw, "%s (%s)\t%s\t%s\t\t\n", f.name, f.unit, side.name, err)
 				continue
 			}
-			fmt.Fprintf(tw, "%s (%s)\t%s\t%.2f\t%.3f\t%.1f\n", f.name, f.unit, side.name, l.a, l.b, l.at(extrapolateTo))
+			fmt.Fprintf(tw, "%s (%s)\t%s\t%.2f\t%.3f\t%.1f\n", f.name, f.unit, side.name, l.A, l.B, l.At(extrapolateTo))
 		}
 	}
 	// Ours apart: what the functions and the webhook server need, the source, and the Broker
@@ -473,8 +457,8 @@ func report(out io.Writer, opts options, results []sizeResult) {
 			name string
 			of   func(sideResult) map[string]int64
 		}{
-			{"RSS mean", func(s sideResult) map[string]int64 { return s.window.rss }},
-			{"anonymous RSS mean", func(s sideResult) map[string]int64 { return s.window.anon }},
+			{"RSS mean", func(s sideResult) map[string]int64 { return s.window.RSS }},
+			{"anonymous RSS mean", func(s sideResult) map[string]int64 { return s.window.Anon }},
 			{"live heap", func(s sideResult) map[string]int64 { return s.live }},
 		} {
 			ys := make([]float64, len(results))
@@ -483,8 +467,8 @@ func report(out io.Writer, opts options, results []sizeResult) {
 					ys[i] += float64(measure.of(r.ours)[name]) / (1 << 20)
 				}
 			}
-			if l, err := fit(ns, ys); err == nil {
-				fmt.Fprintf(tw, "%s: %s (MiB)\tours\t%.2f\t%.3f\t%.1f\n", part.name, measure.name, l.a, l.b, l.at(extrapolateTo))
+			if l, err := benchkit.Fit(ns, ys); err == nil {
+				fmt.Fprintf(tw, "%s: %s (MiB)\tours\t%.2f\t%.3f\t%.1f\n", part.name, measure.name, l.A, l.B, l.At(extrapolateTo))
 			}
 		}
 	}
@@ -497,10 +481,8 @@ func printPerProcess(out io.Writer, results []sizeResult, title string, names []
 	for _, r := range results {
 		parts := make([]string, 0, len(names))
 		for _, name := range names {
-			parts = append(parts, fmt.Sprintf("%s %s", name, mib(of(r.ours)[name])))
+			parts = append(parts, fmt.Sprintf("%s %s", name, benchkit.MiB(of(r.ours)[name])))
 		}
 		fmt.Fprintf(out, "  N=%d: %s\n", r.n, strings.Join(parts, ", "))
 	}
 }
-
-func mib(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }

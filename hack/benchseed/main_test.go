@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gardener-knative/gardener-knative/hack/internal/benchkit"
 )
 
 // peerEnv names Gardener's gardener-resource-manager binary for the smoke run (`make test`
@@ -22,7 +24,7 @@ const peerEnv = "GARDENER_RESOURCE_MANAGER_BIN"
 
 // The benchmark re-executes its binary as our event plumbing: under `go test` that is this one.
 func TestMain(m *testing.M) {
-	if servedAsPlumbing() {
+	if benchkit.ServedAsPlumbing() {
 		os.Exit(0)
 	}
 	// As main: nothing of envtest's logs is wanted.
@@ -43,8 +45,8 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 	for name, side := range map[string]sideResult{"ours": results[0].ours, "Gardener's": results[0].peer} {
 		assert.Positive(t, side.processes, name)
 		assert.Positive(t, side.fullSync, name)
-		assert.Positive(t, side.window.meanRSS, name)
-		assert.Positive(t, side.window.peakRSS, name)
+		assert.Positive(t, side.window.MeanRSS, name)
+		assert.Positive(t, side.window.PeakRSS, name)
 		assert.Positive(t, side.peaks, name)
 		assert.Positive(t, total(side.shootRequests), "%s: requests to the shoots in a sync period (AlwaysUpdate writes every object)", name)
 		assert.Len(t, side.drift, opts.edits, "%s: every edit reverted", name)
@@ -58,8 +60,8 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 		assert.Positive(t, results[0].ours.live[name], "%s's live heap", name)
 	}
 	for _, name := range append(servingProcesses(), sourceProcess, brokerProcess) {
-		assert.Positive(t, results[0].ours.window.anon[name], "%s's anonymous RSS", name)
-		assert.Less(t, results[0].ours.window.anon[name], results[0].ours.window.rss[name], "%s: RssAnon leaves out the binary's pages", name)
+		assert.Positive(t, results[0].ours.window.Anon[name], "%s's anonymous RSS", name)
+		assert.Less(t, results[0].ours.window.Anon[name], results[0].ours.window.RSS[name], "%s: RssAnon leaves out the binary's pages", name)
 	}
 	assert.Contains(t, out.String(), "anonymous RSS (RssAnon")
 	assert.Contains(t, out.String(), "live heap right after the window")
@@ -70,12 +72,12 @@ func TestBothSidesReachASteadyStateAndAreMeasured(t *testing.T) {
 }
 
 func TestFitAndExtrapolation(t *testing.T) {
-	l, err := fit([]int{10, 25, 50}, []float64{120, 150, 200})
+	l, err := benchkit.Fit([]int{10, 25, 50}, []float64{120, 150, 200})
 	require.NoError(t, err)
-	assert.InDelta(t, 2, l.b, 0.01)
-	assert.InDelta(t, 100, l.a, 0.5)
-	assert.InDelta(t, 600, l.at(250), 3)
-	_, err = fit([]int{3}, []float64{1})
+	assert.InDelta(t, 2, l.B, 0.01)
+	assert.InDelta(t, 100, l.A, 0.5)
+	assert.InDelta(t, 600, l.At(250), 3)
+	_, err = benchkit.Fit([]int{3}, []float64{1})
 	assert.Error(t, err, "one size")
 }
 
@@ -84,10 +86,10 @@ func TestPercentileIsNearestRank(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		ds = append(ds, time.Duration(101-i)*time.Millisecond)
 	}
-	assert.Equal(t, 50*time.Millisecond, percentile(ds, 50))
-	assert.Equal(t, 99*time.Millisecond, percentile(ds, 99))
-	assert.Equal(t, 100*time.Millisecond, percentile(ds, 100))
-	assert.Zero(t, percentile(nil, 50))
+	assert.Equal(t, 50*time.Millisecond, benchkit.Percentile(ds, 50))
+	assert.Equal(t, 99*time.Millisecond, benchkit.Percentile(ds, 99))
+	assert.Equal(t, 100*time.Millisecond, benchkit.Percentile(ds, 100))
+	assert.Zero(t, benchkit.Percentile(nil, 50))
 }
 
 // A run too large for the machine's inotify bound stops before it starts anything, naming the

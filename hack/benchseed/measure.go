@@ -22,11 +22,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener-knative/gardener-knative/hack/internal/benchkit"
 )
 
 // waitSteady waits until every ManagedResource of the namespaces is applied and healthy for
 // its generation, as its resource manager reports it, while every process runs.
-func waitSteady(ctx context.Context, seed client.Client, namespaces []string, procs []*process, timeout time.Duration) error {
+func waitSteady(ctx context.Context, seed client.Client, namespaces []string, procs []*benchkit.Process, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	want := map[string]bool{}
 	for _, ns := range namespaces {
@@ -35,7 +37,7 @@ func waitSteady(ctx context.Context, seed client.Client, namespaces []string, pr
 	var pending int
 	for {
 		for _, p := range procs {
-			if err := p.alive(); err != nil {
+			if err := p.Alive(); err != nil {
 				return err
 			}
 		}
@@ -86,9 +88,9 @@ const (
 )
 
 // quiesce waits until the processes are idle: what their start set off is done.
-func quiesce(ctx context.Context, procs []*process) (time.Duration, error) {
+func quiesce(ctx context.Context, procs []*benchkit.Process) (time.Duration, error) {
 	start := time.Now()
-	previous, err := sample(procs)
+	previous, err := benchkit.Sample(procs)
 	if err != nil {
 		return 0, err
 	}
@@ -99,13 +101,13 @@ func quiesce(ctx context.Context, procs []*process) (time.Duration, error) {
 			return 0, ctx.Err()
 		case <-time.After(time.Second):
 		}
-		now, err := sample(procs)
+		now, err := benchkit.Sample(procs)
 		if err != nil {
 			return 0, err
 		}
 		var used time.Duration
 		for i := range now {
-			used += now[i].cpu - previous[i].cpu
+			used += now[i].CPU - previous[i].CPU
 		}
 		previous = now
 		if used.Seconds() < quiet {
@@ -118,105 +120,6 @@ func quiesce(ctx context.Context, procs []*process) (time.Duration, error) {
 			return waited, nil
 		}
 	}
-}
-
-// window is what a side's processes used over one sync period at steady state.
-type window struct {
-	// meanRSS and peakRSS are of the processes' summed resident memory, sampled every
-	// sampleEvery; cpu is the CPU time they used in all.
-	meanRSS, peakRSS int64
-	cpu              time.Duration
-	// rss is each process's mean resident memory over the window, by name: one sample at its
-	// end moved by ±15 MiB per process from run to run (the heap's peaks come and go with the
-	// sweeps), enough to turn a fit per part of two sizes of N around.
-	rss map[string]int64
-	// anon is each process's mean anonymous resident memory (RssAnon) over the window, by name:
-	// RSS without the pages of its binary, which it shares with the page cache and which do not
-	// grow with shoots (the source and the Broker stand-in run as this benchmark's binary, 85 MB
-	// of it resident, where a cluster runs their own images).
-	anon     map[string]int64
-	from, to time.Time
-}
-
-const sampleEvery = 500 * time.Millisecond
-
-// measure samples procs for d.
-func measure(ctx context.Context, procs []*process, d time.Duration) (window, error) {
-	w := window{from: time.Now(), rss: map[string]int64{}, anon: map[string]int64{}}
-	first, err := sample(procs)
-	if err != nil {
-		return w, err
-	}
-	var sum int64
-	var samples int64
-	perProcess := make([]int64, len(procs))
-	perProcessAnon := make([]int64, len(procs))
-	ticker := time.NewTicker(sampleEvery)
-	defer ticker.Stop()
-	end := time.After(d)
-	last := first
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			return w, ctx.Err()
-		case <-end:
-			done = true
-		case <-ticker.C:
-		}
-		now, err := sample(procs)
-		if err != nil {
-			return w, err
-		}
-		var rss int64
-		for i, u := range now {
-			rss += u.rss
-			perProcess[i] += u.rss
-			perProcessAnon[i] += u.anon
-		}
-		sum += rss
-		samples++
-		w.peakRSS = max(w.peakRSS, rss)
-		last = now
-	}
-	w.to = time.Now()
-	w.meanRSS = sum / samples
-	for i, p := range procs {
-		w.cpu += last[i].cpu - first[i].cpu
-		w.rss[p.name] = perProcess[i] / samples
-		w.anon[p.name] = perProcessAnon[i] / samples
-	}
-	// The window lasts a little longer than d: the CPU time is scaled to exactly one period.
-	w.cpu = time.Duration(float64(w.cpu) * float64(d) / float64(w.to.Sub(w.from)))
-	return w, nil
-}
-
-func sample(procs []*process) ([]usage, error) {
-	us := make([]usage, len(procs))
-	for i, p := range procs {
-		if err := p.alive(); err != nil {
-			return nil, err
-		}
-		u, err := p.usage()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.name, err)
-		}
-		us[i] = u
-	}
-	return us, nil
-}
-
-// sumPeaks is the sum of each process's own peak resident memory (VmHWM) so far: at most what
-// they held at once, at least the peak of any one.
-func sumPeaks(procs []*process) (int64, error) {
-	us, err := sample(procs)
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, u := range us {
-		sum += u.peak
-	}
-	return sum, nil
 }
 
 // auditEvent is what the benchmark reads of an audit log's line.
@@ -387,17 +290,6 @@ func drift(ctx context.Context, shoot kubernetes.Interface, w workload, edits in
 
 // editEvery spaces the drift test's edits.
 const editEvery = 100 * time.Millisecond
-
-// percentile is the nearest-rank percentile p (0–100) of ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(ds)
-	slices.Sort(sorted)
-	rank := int(float64(len(sorted))*p/100+0.999999) - 1
-	return sorted[min(max(rank, 0), len(sorted)-1)]
-}
 
 // verbs formats request counts by verb, scaled by 1/per, in a fixed order.
 func verbs(counts map[string]int, per int) string {

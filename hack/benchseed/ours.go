@@ -3,35 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
-	"go.uber.org/zap"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener-knative/gardener-knative/functions"
-	"github.com/gardener-knative/gardener-knative/pkg/bootstrap"
-	"github.com/gardener-knative/gardener-knative/pkg/clustersource"
+	"github.com/gardener-knative/gardener-knative/hack/internal/benchkit"
 	"github.com/gardener-knative/gardener-knative/pkg/configgen"
 	"github.com/gardener-knative/gardener-knative/pkg/function"
-	"github.com/gardener-knative/gardener-knative/pkg/kube"
-	"github.com/gardener-knative/gardener-knative/pkg/localsources"
-	"github.com/gardener-knative/gardener-knative/pkg/scheme"
-	"github.com/gardener-knative/gardener-knative/pkg/serve"
-	"github.com/gardener-knative/gardener-knative/pkg/tenant"
-	"github.com/gardener-knative/gardener-knative/pkg/tenant/clients"
 )
 
 // perSeedFunctions are the per-seed deployment's functions, as config/ deploys them: every
@@ -81,11 +65,11 @@ func buildOurs(ctx context.Context, dir string) error {
 // startOurs starts the per-seed deployment as processes: each function, the webhook server and
 // the event plumbing (the Broker and the seed's cluster source, this program run as a process
 // of its own for each), with the sync period for every sweep that has one.
-func (r *run) startOurs(ctx context.Context) ([]*process, error) {
-	var procs []*process
-	fail := func(err error) ([]*process, error) {
+func (r *run) startOurs(ctx context.Context) ([]*benchkit.Process, error) {
+	var procs []*benchkit.Process
+	fail := func(err error) ([]*benchkit.Process, error) {
 		for _, p := range procs {
-			p.stop()
+			p.Stop()
 		}
 		return nil, err
 	}
@@ -95,14 +79,14 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	}
 	sinks := map[string]string{}
 	for _, name := range perSeedFunctions {
-		port, err := freePort()
+		port, err := benchkit.FreePort()
 		if err != nil {
 			return fail(err)
 		}
 		cmd := exec.Command(filepath.Join(r.opts.binDir, name))
 		cmd.Env = append(r.oursEnviron(), "PORT="+strconv.Itoa(port), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn", "ENABLE_PROFILING=true",
 			"MANAGED_RESOURCE_SYNC_PERIOD="+r.opts.period.String(), "HEALTH_SYNC_PERIOD="+r.opts.period.String())
-		p, err := start(name, cmd, filepath.Join(r.dir, "ours-"+name+".log"))
+		p, err := benchkit.Start(name, cmd, filepath.Join(r.dir, "ours-"+name+".log"))
 		if err != nil {
 			return fail(err)
 		}
@@ -113,10 +97,10 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 		}
 		r.functionURLs[name] = url
 		r.profile(name, url)
-		if err := p.waitReady(ctx, url+"/readyz", time.Minute); err != nil {
+		if err := p.WaitReady(ctx, url+"/readyz", time.Minute); err != nil {
 			return fail(err)
 		}
-		front, err := queueProxy(url, configgen.FunctionContainerConcurrency)
+		front, err := benchkit.QueueProxy(url, configgen.FunctionContainerConcurrency)
 		if err != nil {
 			return fail(err)
 		}
@@ -131,7 +115,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	cmd := exec.Command(filepath.Join(r.opts.binDir, webhookServer))
 	cmd.Env = append(r.oursEnviron(), "PORT="+strconv.Itoa(serving.LocalServingPort), "KUBECONFIG="+seedKubeconfig, "MULTI_TENANT=true", "LOG_LEVEL=warn",
 		"TLS_CERT_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.crt"), "TLS_KEY_FILE="+filepath.Join(serving.LocalServingCertDir, "tls.key"))
-	p, err := start(webhooksProcess, cmd, filepath.Join(r.dir, "ours-webhooks.log"))
+	p, err := benchkit.Start(webhooksProcess, cmd, filepath.Join(r.dir, "ours-webhooks.log"))
 	if err != nil {
 		return fail(err)
 	}
@@ -141,7 +125,7 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	brokerPort, err := freePort()
+	brokerPort, err := benchkit.FreePort()
 	if err != nil {
 		return fail(err)
 	}
@@ -150,18 +134,18 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	spec, err := json.Marshal(brokerSpec{Sinks: sinks, Addr: brokerAddr, Debug: brokerDebug})
+	spec, err := json.Marshal(benchkit.BrokerSpec{Functions: perSeedFunctions, Mode: function.PerSeed, Sinks: sinks, Addr: brokerAddr, Debug: brokerDebug})
 	if err != nil {
 		return fail(err)
 	}
 	cmd = exec.Command(self)
-	cmd.Env = append(os.Environ(), profileRate, brokerRoleEnv+"="+string(spec))
-	p, err = start(brokerProcess, cmd, filepath.Join(r.dir, "ours-broker.log"))
+	cmd.Env = append(os.Environ(), benchkit.ProfileRate, benchkit.BrokerRoleEnv+"="+string(spec))
+	p, err = benchkit.Start(brokerProcess, cmd, filepath.Join(r.dir, "ours-broker.log"))
 	if err != nil {
 		return fail(err)
 	}
 	procs = append(procs, p)
-	if err := p.waitReady(ctx, "http://"+brokerAddr+brokerHealthPath, time.Minute); err != nil {
+	if err := p.WaitReady(ctx, "http://"+brokerAddr+benchkit.BrokerHealthPath, time.Minute); err != nil {
 		return fail(err)
 	}
 
@@ -177,13 +161,13 @@ func (r *run) startOurs(ctx context.Context) ([]*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	spec, err = json.Marshal(sourceSpec{Broker: "http://" + brokerAddr, Schedules: schedules, Debug: sourceDebug})
+	spec, err = json.Marshal(benchkit.SourceSpec{Functions: perSeedFunctions, Mode: function.PerSeed, Tenants: true, Broker: "http://" + brokerAddr, Schedules: schedules, Debug: sourceDebug})
 	if err != nil {
 		return fail(err)
 	}
 	cmd = exec.Command(self)
-	cmd.Env = append(r.oursEnviron(), sourceRoleEnv+"="+string(spec), "KUBECONFIG="+sourceKubeconfig)
-	p, err = start(sourceProcess, cmd, filepath.Join(r.dir, "ours-source.log"))
+	cmd.Env = append(r.oursEnviron(), benchkit.SourceRoleEnv+"="+string(spec), "KUBECONFIG="+sourceKubeconfig)
+	p, err = benchkit.Start(sourceProcess, cmd, filepath.Join(r.dir, "ours-source.log"))
 	if err != nil {
 		return fail(err)
 	}
@@ -212,37 +196,9 @@ func profiledProcesses() []string {
 	return append(append([]string{}, perSeedFunctions...), sourceProcess, brokerProcess)
 }
 
-// sourceRoleEnv and brokerRoleEnv, when set, make this program a process of our event plumbing
-// (runSource, runBroker) instead of the benchmark; they hold its spec.
-const (
-	sourceRoleEnv = "BENCHSEED_SOURCE"
-	brokerRoleEnv = "BENCHSEED_BROKER"
-)
-
-// sourceSpec is where the source sends (the Broker's URL), the PingSources' schedules, and
-// where it serves Go's profiles.
-type sourceSpec struct {
-	Broker    string            `json:"broker"`
-	Schedules map[string]string `json:"schedules"`
-	Debug     string            `json:"debug"`
-}
-
-// brokerSpec is where the Broker listens, the functions' URLs it delivers to, and where it
-// serves Go's profiles.
-type brokerSpec struct {
-	Sinks map[string]string `json:"sinks"`
-	Addr  string            `json:"addr"`
-	Debug string            `json:"debug"`
-}
-
-// profileRate makes a process sample one allocation per 64 KiB for its heap profile instead of
-// Go's 512 KiB: a process with a live heap of 2 MiB would otherwise hold no sample at all now and
-// then, and call sites could not be told apart between runs.
-const profileRate = "GODEBUG=memprofilerate=65536"
-
 // oursEnviron is the environment every process of ours starts from.
 func (r *run) oursEnviron() []string {
-	return append(append(os.Environ(), profileRate), r.opts.oursEnv...)
+	return append(append(os.Environ(), benchkit.ProfileRate), r.opts.oursEnv...)
 }
 
 // profile records where process name serves Go's profiles.
@@ -255,146 +211,11 @@ func (r *run) profile(name, url string) {
 
 // debugAddr is a loopback address for a plumbing process's profiles, recorded for it.
 func (r *run) debugAddr(name string) (string, error) {
-	port, err := freePort()
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	r.profile(name, "http://"+addr)
 	return addr, nil
-}
-
-// serveProfiles serves Go's profiles at addr until the process ends, as our functions do with
-// ENABLE_PROFILING.
-func serveProfiles(addr string) {
-	mux := http.NewServeMux()
-	serve.HandleProfiles(mux)
-	server := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = server.ListenAndServe() }()
-}
-
-// brokerHealthPath answers 200 once the Broker listens; every other path is its ingress.
-const brokerHealthPath = "/healthz"
-
-// runBroker serves the Broker of the per-seed functions' Triggers (pkg/localsources, with
-// Knative's filters and delivery) until SIGTERM.
-func runBroker(raw string) error {
-	var spec brokerSpec
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		return fmt.Errorf("%s: %w", brokerRoleEnv, err)
-	}
-	serveProfiles(spec.Debug)
-	fns, err := perSeed()
-	if err != nil {
-		return err
-	}
-	logger, err := zap.NewProduction(zap.IncreaseLevel(zap.WarnLevel))
-	if err != nil {
-		return err
-	}
-	broker, err := localsources.NewBrokerFor(fns, function.PerSeed, spec.Sinks, logger.Sugar())
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(brokerHealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("/", broker)
-	server := &http.Server{Addr: spec.Addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		_ = server.Close()
-	}()
-	if err := server.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// perSeed is the declarations of perSeedFunctions.
-func perSeed() ([]*function.Function, error) {
-	var fns []*function.Function
-	for _, name := range perSeedFunctions {
-		fn, ok := functions.ByName(name)
-		if !ok {
-			return nil, errors.New("no function " + name)
-		}
-		fns = append(fns, fn)
-	}
-	return fns, nil
-}
-
-// runSource runs the cluster sources for the seed and every tenant (our watchers) and the
-// PingSources (pkg/localsources), sending to the Broker, until SIGTERM: in a cluster, the one
-// source pod per seed.
-func runSource(raw string) error {
-	var spec sourceSpec
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		return fmt.Errorf("%s: %w", sourceRoleEnv, err)
-	}
-	clustersource.SetGCPercent()
-	serveProfiles(spec.Debug)
-	cfg, err := ctrlconfig.GetConfig()
-	if err != nil {
-		return err
-	}
-	bootstrap.Unthrottled(cfg)
-	seed, err := kube.NewClient(cfg, scheme.Gardener)
-	if err != nil {
-		return err
-	}
-	tenants, err := clients.New(clients.Options{Seed: seed, Scheme: scheme.Gardener, SharedMapper: seed.RESTMapper(), ConfigureREST: bootstrap.Unthrottled})
-	if err != nil {
-		return err
-	}
-	fns, err := perSeed()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	logger, err := zap.NewProduction(zap.IncreaseLevel(zap.WarnLevel))
-	if err != nil {
-		return err
-	}
-	s, err := localsources.Start(ctx, fns, localsources.Options{
-		Config: cfg, BrokerURL: spec.Broker, Schedules: spec.Schedules, Logger: logger.Sugar(),
-		Target: localsources.Target{Mode: function.PerSeed, Seed: seed, Tenants: tenants, Prefix: tenant.DefaultPrefix, Interval: tenantDiscoveryInterval},
-	})
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return s.Stop()
-}
-
-// tenantDiscoveryInterval is the cluster source's default (TENANT_DISCOVERY_INTERVAL).
-const tenantDiscoveryInterval = 10 * time.Second
-
-// queueProxy stands for Knative's queue-proxy in front of a function's pod: at most
-// concurrency requests reach it at once (containerConcurrency, as config/ sets it); the others
-// wait here, not inside the function's time bound.
-func queueProxy(target string, concurrency int) (*http.Server, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, err
-	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	slots := make(chan struct{}, concurrency)
-	server := &http.Server{Addr: listener.Addr().String(), ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		select {
-		case slots <- struct{}{}:
-		case <-req.Context().Done():
-			return
-		}
-		defer func() { <-slots }()
-		proxy.ServeHTTP(w, req)
-	})}
-	go func() { _ = server.Serve(listener) }()
-	return server, nil
 }

@@ -197,6 +197,10 @@ const (
 // maxScale is Knative's upper bound of replicas.
 const maxScale = "autoscaling.knative.dev/max-scale"
 
+// FunctionMemoryLimit is every function's container memory limit (hack/benchgarden holds each
+// function's process to it).
+const FunctionMemoryLimit = "256Mi"
+
 // knativeService is a cluster-local Knative Service in namespace of a main package of this module,
 // as serviceAccount ("" for the namespace's default, without API token).
 func knativeService(namespace, name, mainPackage, serviceAccount string) *unstructured.Unstructured {
@@ -213,7 +217,7 @@ func knativeService(namespace, name, mainPackage, serviceAccount string) *unstru
 			},
 			"resources": map[string]any{
 				"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
-				"limits":   map[string]any{"memory": "256Mi"},
+				"limits":   map[string]any{"memory": FunctionMemoryLimit},
 			},
 			"securityContext": map[string]any{
 				"runAsNonRoot":             true,

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"net"
@@ -22,9 +22,9 @@ func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
 	if taken, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(held)); err == nil {
 		t.Cleanup(func() { _ = taken.Close() })
 	}
-	first, err := freePorts(3)
+	first, err := FreePorts(3)
 	require.NoError(t, err)
-	second, err := freePorts(2)
+	second, err := FreePorts(2)
 	require.NoError(t, err)
 	seen := map[int]bool{}
 	for _, p := range append(first, second...) {

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"fmt"
@@ -27,9 +27,9 @@ var nextPort = struct {
 	next int
 }{next: lowestPort}
 
-// freePorts returns n distinct loopback ports that were free a moment ago and that no outgoing
+// FreePorts returns n distinct loopback ports that were free a moment ago and that no outgoing
 // connection will take.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ephemeral, err := ephemeralPortsFrom()
 	if err != nil {
 		return nil, err
@@ -57,8 +57,8 @@ func freePorts(n int) ([]int, error) {
 	return found, nil
 }
 
-func freePort() (int, error) {
-	found, err := freePorts(1)
+func FreePort() (int, error) {
+	found, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"context"
@@ -15,16 +15,16 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// process is one always-on process of a side: what a pod of it would be.
-type process struct {
-	name   string
+// Process is one always-on process of a side: what a pod of it would be.
+type Process struct {
+	Name   string
 	cmd    *exec.Cmd
-	log    string
+	Log    string
 	exited chan error
 }
 
-// start runs cmd with its output in logPath.
-func start(name string, cmd *exec.Cmd, logPath string) (*process, error) {
+// Start runs cmd with its output in logPath.
+func Start(name string, cmd *exec.Cmd, logPath string) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func start(name string, cmd *exec.Cmd, logPath string) (*process, error) {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan error, 1)}
+	p := &Process{Name: name, cmd: cmd, Log: logPath, exited: make(chan error, 1)}
 	go func() {
 		err := cmd.Wait()
 		_ = logFile.Close()
@@ -44,8 +44,8 @@ func start(name string, cmd *exec.Cmd, logPath string) (*process, error) {
 	return p, nil
 }
 
-// waitReady polls url until it answers 200, the process exits or timeout passes.
-func (p *process) waitReady(ctx context.Context, url string, timeout time.Duration) error {
+// WaitReady polls url until it answers 200, the process exits or timeout passes.
+func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -59,9 +59,9 @@ func (p *process) waitReady(ctx context.Context, url string, timeout time.Durati
 		}
 		select {
 		case err := <-p.exited:
-			return fmt.Errorf("%s exited before it was ready (%v); its log ends:\n%s", p.name, err, tail(p.log))
+			return fmt.Errorf("%s exited before it was ready (%v); its log ends:\n%s", p.Name, err, Tail(p.Log))
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready within %s; its log ends:\n%s", p.name, timeout, tail(p.log))
+			return fmt.Errorf("%s not ready within %s; its log ends:\n%s", p.Name, timeout, Tail(p.Log))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -72,8 +72,8 @@ var readinessClient = &http.Client{Timeout: time.Second}
 // saveClient waits for a profile, which a process takes after a collection.
 var saveClient = &http.Client{Timeout: 30 * time.Second}
 
-// save writes what a process answers at url (its metrics, a profile) to path.
-func save(ctx context.Context, url, path string) error {
+// Save writes what a process answers at url (its metrics, a profile) to path.
+func Save(ctx context.Context, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
@@ -93,18 +93,18 @@ func save(ctx context.Context, url, path string) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
-// alive says whether the process still runs; an exit is an error of the run.
-func (p *process) alive() error {
+// Alive says whether the process still runs; an exit is an error of the run.
+func (p *Process) Alive() error {
 	select {
 	case err := <-p.exited:
-		return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.name, err, tail(p.log))
+		return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.Name, err, Tail(p.Log))
 	default:
 		return nil
 	}
 }
 
-// stop ends the process with SIGTERM, as Kubernetes ends a pod, and SIGKILL after 10 s.
-func (p *process) stop() {
+// Stop ends the process with SIGTERM, as Kubernetes ends a pod, and SIGKILL after 10 s.
+func (p *Process) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -114,51 +114,51 @@ func (p *process) stop() {
 	}
 }
 
-// usage is what /proc tells of a process now: resident memory (VmRSS), its anonymous part
+// Usage is what /proc tells of a process now: resident memory (VmRSS), its anonymous part
 // (RssAnon: heap, stacks and the runtime's, without the binary's file pages), its peak (VmHWM),
 // and the CPU time it used so far (user and system).
-type usage struct {
-	rss, anon, peak int64 // bytes
-	cpu             time.Duration
+type Usage struct {
+	RSS, Anon, Peak int64 // bytes
+	CPU             time.Duration
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux platform Go
 // supports.
 const clockTicks = 100
 
-func (p *process) usage() (usage, error) {
+func (p *Process) Usage() (Usage, error) {
 	pid := p.cmd.Process.Pid
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return usage{}, err
+		return Usage{}, err
 	}
-	var u usage
-	for line := range strings.Lines(string(status)) {
-		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			u.rss = kibibytes(kb)
+	var u Usage
+	for Line := range strings.Lines(string(status)) {
+		if kb, ok := strings.CutPrefix(Line, "VmRSS:"); ok {
+			u.RSS = kibibytes(kb)
 		}
-		if kb, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			u.anon = kibibytes(kb)
+		if kb, ok := strings.CutPrefix(Line, "RssAnon:"); ok {
+			u.Anon = kibibytes(kb)
 		}
-		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			u.peak = kibibytes(kb)
+		if kb, ok := strings.CutPrefix(Line, "VmHWM:"); ok {
+			u.Peak = kibibytes(kb)
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return usage{}, err
+		return Usage{}, err
 	}
 	// The command name, in parentheses, may hold spaces: the fields counted start after it.
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	if len(fields) < 13 {
-		return usage{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+		return Usage{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
 	}
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return usage{}, fmt.Errorf("/proc/%d/stat: %q %q", pid, fields[11], fields[12])
+		return Usage{}, fmt.Errorf("/proc/%d/stat: %q %q", pid, fields[11], fields[12])
 	}
-	u.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	u.CPU = time.Duration(utime+stime) * time.Second / clockTicks
 	return u, nil
 }
 
@@ -167,15 +167,15 @@ func kibibytes(field string) int64 {
 	return n * 1024
 }
 
-// tail is the end of a log, for an error message.
-func tail(path string) string {
+// Tail is the end of a log, for an error message.
+func Tail(path string) string {
 	data, _ := os.ReadFile(path)
 	return string(data[max(0, len(data)-3000):])
 }
 
-// liveHeap is the bytes of live objects in a heap profile taken after a collection: the sum of
+// LiveHeap is the bytes of live objects in a heap profile taken after a collection: the sum of
 // its inuse_space samples.
-func liveHeap(path string) (int64, error) {
+func LiveHeap(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err

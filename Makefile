@@ -8,12 +8,13 @@ ASSETS = assets=$$(hack/envtest-assets.sh); export KUBEBUILDER_ASSETS=$$assets;
 # ko at the version hack/tools/go.mod pins, built from the Go module proxy once and cached in
 # .cache/bin/ (test/deploy resolves config/ with it); such a line stops when it cannot be built.
 KO = ko=$$(hack/ko.sh); export KO_BIN=$$ko;
-# Gardener's own gardener-resource-manager (the benchmark peer) and gardener-apiserver (the garden
-# API of the suites that start it, pkg/testenv), at hack/peers/go.mod's version, built from the Go
-# module proxy by one `go build` once and cached in .cache/bin/.
-PEERS = peers=$$(hack/peers.sh gardener-resource-manager gardener-apiserver); export GARDENER_RESOURCE_MANAGER_BIN=$$(sed -n 1p <<<"$$peers") GARDENER_APISERVER_BIN=$$(sed -n 2p <<<"$$peers");
+# Gardener's own gardener-resource-manager and gardener-controller-manager (the benchmark peers)
+# and gardener-apiserver (the garden API of the suites that start it, pkg/testenv), at
+# hack/peers/go.mod's version, built from the Go module proxy by one `go build` once and cached in
+# .cache/bin/.
+PEERS = peers=$$(hack/peers.sh gardener-resource-manager gardener-apiserver gardener-controller-manager); export GARDENER_RESOURCE_MANAGER_BIN=$$(sed -n 1p <<<"$$peers") GARDENER_APISERVER_BIN=$$(sed -n 2p <<<"$$peers") GARDENER_CONTROLLER_MANAGER_BIN=$$(sed -n 3p <<<"$$peers");
 
-.PHONY: run test chaos build generate release bench bench-seed coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
+.PHONY: run test chaos build generate release bench bench-seed bench-garden coldstart webhookload fuzz envtest-assets ko cluster-up cluster-deploy cluster-down e2e-cluster
 
 ## run: a local landscape (kube-apiserver, etcd, every function, Knative's source adapters, samples)
 run:
@@ -74,6 +75,14 @@ webhookload:
 ## e.g. -n 10,25 -period 30s, or -sides ours; N = 10 and 25 took 25 min on 2 cores, N = 25 and 50 40 min)
 bench-seed:
 	$(ASSETS) peer=$$(hack/peers.sh); go run ./hack/benchseed -peer "$$peer" $(BENCHSEED_FLAGS)
+
+## bench-garden: the controller-manager functions at a garden's size beside Gardener's
+## gardener-controller-manager (hack/peers.sh): N Shoots of real size with a large landscape's other
+## kinds and churn; memory per process under config/'s limits, CPU, requests and bytes read per
+## hour, events delivered per function; fitted a + b·N, extrapolated to 30,000 Shoots
+## (hack/benchgarden; BENCHGARDEN_FLAGS, e.g. -n 1000,3000 -window 5m, or -sides ours)
+bench-garden:
+	$(ASSETS) peer=$$(hack/peers.sh gardener-controller-manager); go run ./hack/benchgarden -peer "$$peer" $(BENCHGARDEN_FLAGS)
 
 ## fuzz: run each fuzz target (they live in pkg/) for FUZZTIME; their seed corpora run in `make test`
 FUZZTIME ?= 30s

@@ -7,6 +7,8 @@
 #                                      # `make webhookload` and `make bench-seed` measure beside ours
 #   hack/peers.sh gardener-resource-manager gardener-apiserver
 #                                      # and gardener-apiserver, the tests' garden API (pkg/testenv)
+#   hack/peers.sh gardener-controller-manager
+#                                      # the peer `make bench-garden` measures our garden functions beside
 #
 # The binaries missing are built by one `go build`, so that they share their compiled
 # dependencies (most of k8s.io/apiserver) and its parallelism. hack/peers is a module of its own
@@ -17,8 +19,8 @@ set -euo pipefail
 [ $# -gt 0 ] || set -- gardener-resource-manager
 for name in "$@"; do
   case "$name" in
-    gardener-resource-manager | gardener-apiserver) ;;
-    *) echo "peers: unknown peer $name (gardener-resource-manager, gardener-apiserver)" >&2; exit 2 ;;
+    gardener-resource-manager | gardener-apiserver | gardener-controller-manager) ;;
+    *) echo "peers: unknown peer $name (gardener-resource-manager, gardener-apiserver, gardener-controller-manager)" >&2; exit 2 ;;
   esac
 done
 

@@ -1,8 +1,9 @@
 // Gardener's own binaries, built from the Go module proxy (hack/peers.sh): the resource manager as
-// a benchmark peer, gardener-apiserver as the tests' garden API. A module of its own, never
+// a benchmark peer, gardener-apiserver as the tests' garden API, gardener-controller-manager as
+// bench-garden's peer. A module of its own, never
 // imported by the project, so Gardener's dependencies cannot move the main module's versions.
 // Bump with `go get -tool github.com/gardener/gardener/cmd/gardener-resource-manager@<version>`
-// (and cmd/gardener-apiserver)
+// (and cmd/gardener-apiserver, cmd/gardener-controller-manager)
 // and `go get github.com/gardener/gardener/pkg/apis@<version>` (Gardener builds with its own
 // pkg/apis through a replace directive, which does not apply to a dependent module).
 module github.com/gardener-knative/gardener-knative/hack/peers
@@ -11,6 +12,7 @@ go 1.26.8
 
 tool (
 	github.com/gardener/gardener/cmd/gardener-apiserver
+	github.com/gardener/gardener/cmd/gardener-controller-manager
 	github.com/gardener/gardener/cmd/gardener-resource-manager
 )
 

@@ -14,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/gardener-knative/gardener-knative/functions"
@@ -222,4 +225,26 @@ func runSource(raw string) error {
 	}
 	<-ctx.Done()
 	return s.Stop()
+}
+
+// SendPing sends the Broker at url a PingSource's tick as Knative's PingSource runner sends it:
+// source is the PingSource's (sourcesv1.PingSourceSource), extension=value its CloudEvent
+// override, data its payload. For firing a sweep whose schedule does not come within a run.
+func SendPing(ctx context.Context, url, source, extension, value, data string) error {
+	event := cloudevents.NewEvent()
+	event.SetID(uuid.NewString())
+	event.SetType(sourcesv1.PingSourceEventType)
+	event.SetSource(source)
+	event.SetExtension(extension, value)
+	if err := event.SetData(cloudevents.ApplicationJSON, []byte(data)); err != nil {
+		return err
+	}
+	c, err := cloudevents.NewClientHTTP(cloudevents.WithTarget(url))
+	if err != nil {
+		return err
+	}
+	if result := c.Send(ctx, event); !cloudevents.IsACK(result) {
+		return fmt.Errorf("ping %s: %w", source, result)
+	}
+	return nil
 }

@@ -200,3 +200,6 @@ func LiveHeap(path string) (int64, error) {
 	}
 	return live, nil
 }
+
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }

@@ -212,8 +212,11 @@ type watchedResource struct {
 	kind          function.Kind
 	labelSelector string
 	fieldSelector string
-	input         string
-	inputKey      string
+	// changes are the parts whose change the source tells of each update (function.Changes):
+	// what any function's Trigger filters the kind's updates on.
+	changes  []string
+	input    string
+	inputKey string
 }
 
 // watchedResources is the union of what the functions watch on cluster c (the cluster of a
@@ -224,6 +227,7 @@ type watchedResource struct {
 func watchedResources(fns []*function.Function, c function.Cluster, mode function.Mode) []watchedResource {
 	kinds := map[schema.GroupVersionKind]function.Kind{}
 	selected := map[schema.GroupVersionKind]map[[2]string]watchedResource{}
+	changes := map[schema.GroupVersionKind][]string{}
 	for _, fn := range fns {
 		for _, w := range fn.Watches {
 			if eventCluster(fn, clusterOf(w), mode) != c {
@@ -231,6 +235,12 @@ func watchedResources(fns []*function.Function, c function.Cluster, mode functio
 			}
 			gvk := w.Kind.GroupVersionKind
 			kinds[gvk] = w.Kind
+			parts, _ := fn.ChangesOf(clusterOf(w), w.Kind)
+			for _, part := range parts {
+				if !slices.Contains(changes[gvk], part) {
+					changes[gvk] = append(changes[gvk], part)
+				}
+			}
 			if selected[gvk] == nil {
 				selected[gvk] = map[[2]string]watchedResource{}
 			}
@@ -245,11 +255,13 @@ func watchedResources(fns []*function.Function, c function.Cluster, mode functio
 	}
 	var out []watchedResource
 	for gvk, k := range kinds {
+		slices.Sort(changes[gvk])
 		if _, unfiltered := selected[gvk][[2]string{}]; unfiltered {
-			out = append(out, watchedResource{kind: k})
+			out = append(out, watchedResource{kind: k, changes: changes[gvk]})
 			continue
 		}
 		for _, r := range selected[gvk] {
+			r.changes = changes[gvk]
 			out = append(out, r)
 		}
 	}
@@ -298,7 +310,7 @@ func adapterConfig(watches []watchedResource, mode string) clustersource.Config 
 		// The resource is guessed from the kind, as Knative's controller does.
 		gvr, _ := meta.UnsafeGuessKindToResource(w.kind.GroupVersionKind)
 		cfg.Resources = append(cfg.Resources, clustersource.ResourceWatch{
-			ResourceWatch: apiserver.ResourceWatch{GVR: gvr, LabelSelector: w.labelSelector}, FieldSelector: w.fieldSelector,
+			ResourceWatch: apiserver.ResourceWatch{GVR: gvr, LabelSelector: w.labelSelector}, FieldSelector: w.fieldSelector, Changes: w.changes,
 		})
 	}
 	return cfg
@@ -447,9 +459,31 @@ func triggerOf(namespace string, fn *function.Function, mode function.Mode) *eve
 			from := eventCluster(fn, c, mode)
 			if key := string(from) + "/" + k.GroupVersion().String() + "/" + k.Kind; !seen[key] {
 				seen[key] = true
-				any = append(any, eventingv1.SubscriptionsAPIFilter{Exact: map[string]string{
-					function.ClusterExtension: string(from), "apiversion": k.GroupVersion().String(), "kind": k.Kind,
-				}})
+				exact := func(extra ...string) eventingv1.SubscriptionsAPIFilter {
+					attrs := map[string]string{function.ClusterExtension: string(from), "apiversion": k.GroupVersion().String(), "kind": k.Kind}
+					for _, name := range extra {
+						attrs[name] = "true"
+					}
+					return eventingv1.SubscriptionsAPIFilter{Exact: attrs}
+				}
+				parts, filtered := fn.ChangesOf(c, k)
+				if !filtered {
+					any = append(any, exact())
+					continue
+				}
+				// Adds and deletes, and only the updates that changed a part the function acts on.
+				add, del := function.ResourceAddEventType, function.ResourceDeleteEventType
+				if k.Confidential {
+					add, del = function.RefAddEventType, function.RefDeleteEventType
+				}
+				for _, t := range []string{add, del} {
+					f := exact()
+					f.Exact["type"] = t
+					any = append(any, f)
+				}
+				for _, part := range parts {
+					any = append(any, exact(function.ChangeAttribute(part)))
+				}
 			}
 		}
 	}

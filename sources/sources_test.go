@@ -152,6 +152,67 @@ func TestTriggersRouteWithKnativesFilters(t *testing.T) {
 	assert.Empty(t, routed(event(function.PingEventType, map[string]string{sources.FunctionExtension: "gamma"})))
 }
 
+// A function whose watches name Changes gets adds, deletes and the updates that changed one of
+// those parts, through Knative's own filters; the source is told to say which parts each update
+// changed. A function with a watch of every update gets them all.
+func TestTriggersLetThroughOnlyTheUpdatesAFunctionActsOn(t *testing.T) {
+	spec := demo("spec", []function.Kind{kinds.Shoot, kinds.Secret})
+	spec.Watches[0].Changes = function.Changes{function.ChangedSpec, function.StatusField("seedName")}
+	spec.Watches[1].Changes = function.NoUpdates
+	every := demo("every", []function.Kind{kinds.Shoot})
+	objs, err := sources.Objects([]*function.Function{spec, every})
+	require.NoError(t, err)
+	filters := map[string]eventfilter.Filter{}
+	for _, tr := range byKind[*eventingv1.Trigger](objs) {
+		filters[tr.Name] = subscriptionsapi.CreateSubscriptionsAPIFilters(zap.NewNop(), tr.Spec.Filters)
+	}
+	routed := func(typ, kind, apiVersion string, changed map[string]string) []string {
+		e := cloudevents.NewEvent()
+		e.SetID("1")
+		e.SetSource("test")
+		e.SetType(typ)
+		e.SetExtension("apiversion", apiVersion)
+		e.SetExtension("kind", kind)
+		e.SetExtension(function.ClusterExtension, "source")
+		for k, v := range changed {
+			e.SetExtension(k, v)
+		}
+		var to []string
+		for _, name := range []string{"every", "spec"} {
+			if filters[name].Filter(context.Background(), e) == eventfilter.PassFilter {
+				to = append(to, name)
+			}
+		}
+		return to
+	}
+	const shoot, core = "Shoot", "core.gardener.cloud/v1beta1"
+	statusOnly := map[string]string{"chspec": "false", "chseedname": "false"}
+	assert.Equal(t, []string{"every"}, routed(function.ResourceUpdateEventType, shoot, core, statusOnly), "a status write")
+	assert.Equal(t, []string{"every", "spec"}, routed(function.ResourceUpdateEventType, shoot, core, map[string]string{"chspec": "true", "chseedname": "false"}))
+	assert.Equal(t, []string{"every", "spec"}, routed(function.ResourceUpdateEventType, shoot, core, map[string]string{"chspec": "false", "chseedname": "true"}))
+	assert.Equal(t, []string{"every", "spec"}, routed(function.ResourceAddEventType, shoot, core, nil))
+	assert.Equal(t, []string{"every", "spec"}, routed(function.ResourceDeleteEventType, shoot, core, nil))
+	// Secrets are confidential: their events are references.
+	assert.Empty(t, routed(function.RefUpdateEventType, "Secret", "v1", map[string]string{"chspec": "true"}), "no update of a Secret")
+	assert.Equal(t, []string{"spec"}, routed(function.RefAddEventType, "Secret", "v1", nil))
+	assert.Equal(t, []string{"spec"}, routed(function.RefDeleteEventType, "Secret", "v1", nil))
+
+	source := byKind[*sourcesv1.ContainerSource](objs)
+	require.Len(t, source, 1)
+	var config struct {
+		Resources []struct {
+			GVR     schema.GroupVersionResource `json:"gvr"`
+			Changes []string                    `json:"changes"`
+		} `json:"resources"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(containerEnv(source[0])["K_SOURCE_CONFIG"]), &config))
+	changes := map[string][]string{}
+	for _, r := range config.Resources {
+		changes[r.GVR.Resource] = r.Changes
+	}
+	assert.Equal(t, map[string][]string{"shoots": {function.ChangedSpec, function.StatusField("seedName")}}, changes, "the source tells of the Shoots' parts alone")
+}
+
 func TestInvalidDeclarationsAreRefused(t *testing.T) {
 	dup := demo("alpha", []function.Kind{kinds.Bastion})
 	_, err := sources.Objects([]*function.Function{dup, dup})

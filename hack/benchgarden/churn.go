@@ -35,6 +35,8 @@ type churn struct {
 	rates   churnRates
 	written atomic.Int64
 	failed  atomic.Int64
+	// statusWrites counts the Shoots' status writes, for the share that carries lastOperation.
+	statusWrites atomic.Int64
 	// paused stops the lease renewals of the Seeds in it (a reaction's test: a gardenlet gone).
 	paused sync.Map
 }
@@ -88,13 +90,24 @@ func (ch *churn) run(ctx context.Context) {
 
 func mergePatch(data string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(data)) }
 
-// shootStatus writes what gardenlet's care controller writes every minute: the conditions'
-// probe times (their list whole, as a merge patch replaces a list), and lastOperation.
+// lastOperationEvery is how many of a Shoot's status writes carry a lastOperation too: gardenlet's
+// care controller writes the conditions every minute, its reconcile (hourly, and on changes)
+// writes lastOperation's progress about ten times.
+const lastOperationEvery = 6
+
+// shootStatus writes what gardenlet writes of a Shoot's status: every minute the conditions'
+// probe times (their list whole, as a merge patch replaces a list), every lastOperationEvery-th
+// time lastOperation's progress.
 func (ch *churn) shootStatus(ctx context.Context, i int) error {
 	now := time.Now()
 	status := shootStatus(ch.s, i, now)
-	patch := fmt.Sprintf(`{"status":{"conditions":%s,"lastOperation":{"type":"Reconcile","state":"Succeeded","progress":100,"description":"Shoot cluster has been successfully reconciled.","lastUpdateTime":%q}}}`,
-		mustJSON(status.Conditions), now.UTC().Format(time.RFC3339))
+	patch := fmt.Sprintf(`{"status":{"conditions":%s}}`, mustJSON(status.Conditions))
+	if ch.statusWrites.Add(1)%lastOperationEvery == 0 {
+		// Its state stays Succeeded, so that the status label stays: a reconcile's progress
+		// writes without the label's flips around them.
+		patch = fmt.Sprintf(`{"status":{"conditions":%s,"lastOperation":{"type":"Reconcile","state":"Succeeded","progress":100,"description":"Shoot cluster has been successfully reconciled.","lastUpdateTime":%q}}}`,
+			mustJSON(status.Conditions), now.UTC().Format(time.RFC3339))
+	}
 	sh := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Namespace: ch.s.shootKey(i).Namespace, Name: ch.s.shootKey(i).Name}}
 	return ch.c.Status().Patch(ctx, sh, mergePatch(patch))
 }

@@ -66,6 +66,10 @@ func (r *run) startGardener(ctx context.Context) (*side, error) {
 		s.stop()
 		return nil, err
 	}
+	if err := r.supervised(s, p, ""); err != nil {
+		s.stop()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -368,11 +368,24 @@ func cloudProfile(i int) *gardencorev1beta1.CloudProfile {
 	}
 }
 
+// registeredTypes are the extension kinds and types the landscape's Shoots and Seeds need, each
+// registered by one of the first ControllerRegistrations; the others register extensions no Shoot
+// enables.
+var registeredTypes = [][2]string{
+	{"ControlPlane", "aws"}, {"Infrastructure", "aws"}, {"Worker", "aws"}, {"BackupBucket", "aws"}, {"BackupEntry", "aws"},
+	{"DNSRecord", "aws-route53"}, {"Network", "calico"}, {"OperatingSystemConfig", "gardenlinux"},
+	{"Extension", "shoot-dns-service"}, {"Extension", "shoot-cert-service"},
+}
+
 func registration(i int) *gardencorev1beta1.ControllerRegistration {
+	resource := gardencorev1beta1.ControllerResource{Kind: "Extension", Type: fmt.Sprintf("type-%03d", i)}
+	if i < len(registeredTypes) {
+		resource = gardencorev1beta1.ControllerResource{Kind: registeredTypes[i][0], Type: registeredTypes[i][1]}
+	}
 	return &gardencorev1beta1.ControllerRegistration{
 		ObjectMeta: metav1.ObjectMeta{Name: registrationName(i)},
 		Spec: gardencorev1beta1.ControllerRegistrationSpec{
-			Resources:  []gardencorev1beta1.ControllerResource{{Kind: "Extension", Type: fmt.Sprintf("type-%03d", i)}},
+			Resources:  []gardencorev1beta1.ControllerResource{resource},
 			Deployment: &gardencorev1beta1.ControllerRegistrationDeployment{DeploymentRefs: []gardencorev1beta1.DeploymentRef{{Name: registrationName(i)}}},
 		},
 	}

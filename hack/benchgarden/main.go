@@ -402,6 +402,8 @@ func wait(ctx context.Context, d time.Duration, procs []*benchkit.Process) error
 	return nil
 }
 
+// peaksAndKills are each process's peak RSS, and its restarts: for ours, the kernel's OOM kills
+// for its memory limit; for any, every exit the supervisor restarted.
 func peaksAndKills(s *side) (map[string]int64, map[string]int64, error) {
 	peaks, kills := map[string]int64{}, map[string]int64{}
 	for _, p := range s.procs {
@@ -410,9 +412,12 @@ func peaksAndKills(s *side) (map[string]int64, map[string]int64, error) {
 			return nil, nil, err
 		}
 		peaks[p.Name] = u.Peak
+		kills[p.Name] = int64(p.Restarts())
 		if g, ok := s.cgroups[p.Name]; ok {
-			if kills[p.Name], err = g.OOMKills(); err != nil {
+			if oom, err := g.OOMKills(); err != nil {
 				return nil, nil, err
+			} else if oom > kills[p.Name] {
+				kills[p.Name] = oom
 			}
 		}
 	}
@@ -435,19 +440,25 @@ func sum(per map[string]benchkit.Counts) benchkit.Counts {
 	return total
 }
 
-// perHour scales the window to an hour and adds each long sweep by its period: a sweep's cost is
-// what its firing read beyond the rest of its function's steady reads in the same time.
+// net is what firing long sweep l cost beyond the steady reads its function makes in the same
+// time (the window's rate): requests and bytes, never below zero.
+func (res sideResult) net(l longSweep, window time.Duration) (requests, bytes float64) {
+	steady := res.reads[l.sweep.function].Total()
+	share := float64(l.window) / float64(window)
+	fired := l.reads.Total()
+	return max(0, float64(fired.Requests)-share*float64(steady.Requests)), max(0, float64(fired.Bytes)-share*float64(steady.Bytes))
+}
+
+// perHour scales the window to an hour and adds each long sweep's net cost by its period.
 func perHour(res sideResult, window time.Duration) hourly {
 	scale := float64(time.Hour) / float64(window)
 	total := sum(res.reads).Total()
 	h := hourly{cpu: time.Duration(float64(res.window.CPU) * scale), requests: float64(total.Requests) * scale, bytes: float64(total.Bytes) * scale}
 	for _, l := range res.long {
-		steady := res.reads[l.sweep.function].Total()
-		share := float64(l.window) / float64(window)
-		fired := l.reads.Total()
+		requests, bytes := res.net(l, window)
 		perHour := float64(time.Hour) / float64(l.sweep.period)
-		h.requests += max(0, float64(fired.Requests)-share*float64(steady.Requests)) * perHour
-		h.bytes += max(0, float64(fired.Bytes)-share*float64(steady.Bytes)) * perHour
+		h.requests += requests * perHour
+		h.bytes += bytes * perHour
 		h.cpu += time.Duration(float64(l.cpu) * perHour)
 	}
 	start := sum(res.startup).Total()

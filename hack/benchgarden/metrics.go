@@ -77,6 +77,9 @@ func deliveredBetween(before, after map[string]counters) map[string]delivered {
 	out := map[string]delivered{}
 	for name, a := range after {
 		b := before[name]
+		if a.events < b.events { // restarted in between: its counters began anew
+			b = counters{}
+		}
 		out[name] = delivered{events: a.events - b.events, reconciled: a.reconciled - b.reconciled}
 	}
 	return out

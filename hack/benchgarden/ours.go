@@ -167,22 +167,24 @@ func (r *run) proxied(s *side, name string) (string, error) {
 	return path, proxy.Kubeconfig(path)
 }
 
-// limited holds process p to limit in a memory cgroup, as config/ holds its pod; without a
-// writable cgroup controller the run goes on without limits and says so once.
-func (r *run) limited(s *side, p *benchkit.Process, limit string) {
+// supervised restarts p whenever it exits, as the kubelet restarts a container, held to limit
+// (if set) in a memory cgroup as config/ holds its pod; without a writable cgroup controller the
+// run goes on without limits and says so once.
+func (r *run) supervised(s *side, p *benchkit.Process, limit string) error {
+	if limit == "" {
+		return p.Supervise(func(int) error { return nil })
+	}
 	quantity := resource.MustParse(limit)
 	g, err := benchkit.NewMemoryCgroup(r.side+"-"+p.Name, quantity.Value())
-	if err == nil {
-		err = g.Add(p.Pid())
-	}
 	if err != nil {
 		if !r.warnedCgroup {
 			fmt.Fprintf(r.log, "bench-garden: no memory limits (%v)\n", err)
 			r.warnedCgroup = true
 		}
-		return
+		return p.Supervise(func(int) error { return nil })
 	}
 	s.cgroups[p.Name] = g
+	return p.Supervise(g.Add)
 }
 
 // startOurs starts every runtime function, the Broker and the source as processes, the long
@@ -217,7 +219,9 @@ func (r *run) startOurs(ctx context.Context, long []sweepSchedule) (*side, error
 			return fail(err)
 		}
 		s.procs = append(s.procs, p)
-		r.limited(s, p, configgen.FunctionMemoryLimit)
+		if err := r.supervised(s, p, configgen.FunctionMemoryLimit); err != nil {
+			return fail(err)
+		}
 		url := "http://127.0.0.1:" + strconv.Itoa(port)
 		s.metrics[name] = url + "/metrics"
 		if err := p.WaitReady(ctx, url+"/readyz", time.Minute); err != nil {
@@ -255,6 +259,9 @@ func (r *run) startOurs(ctx context.Context, long []sweepSchedule) (*side, error
 		return fail(err)
 	}
 	s.procs = append(s.procs, p)
+	if err := r.supervised(s, p, ""); err != nil {
+		return fail(err)
+	}
 	s.broker = "http://" + brokerAddr
 	if err := p.WaitReady(ctx, s.broker+benchkit.BrokerHealthPath, time.Minute); err != nil {
 		return fail(err)
@@ -282,6 +289,9 @@ func (r *run) startOurs(ctx context.Context, long []sweepSchedule) (*side, error
 		return fail(err)
 	}
 	s.procs = append(s.procs, p)
+	if err := r.supervised(s, p, ""); err != nil {
+		return fail(err)
+	}
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gardener-knative/gardener-knative/hack/internal/benchkit"
 )
@@ -17,7 +18,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 	fmt.Fprintln(out, "Anonymous RSS leaves out the binaries' file pages (our source and Broker stand-in run as this benchmark's binary, where a cluster runs their own images).")
 	fmt.Fprintln(out, "Per hour: the window scaled; ours add each sweep of an hour or more, fired once, by its period; Gardener's start-up reads are spread over one hour (start-up column).")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tside\tprocesses\tRSS mean\tanonymous RSS mean\tRSS peak\tsum of peaks\tOOM kills\tCPU-s/h\trequests/h\tread/h\tstart-up requests\tstart-up read\tchurn writes/s")
+	fmt.Fprintln(tw, "N\tside\tprocesses\tRSS mean\tanonymous RSS mean\tRSS peak\tsum of peaks\trestarts\tCPU-s/h\trequests/h\tread/h\tstart-up requests\tstart-up read\tchurn writes/s")
 	for _, r := range results {
 		for _, s := range []struct {
 			name string
@@ -52,7 +53,7 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		if s.res.processes == 0 {
 			continue
 		}
-		fmt.Fprintf(out, "\nN=%d, %s, per process: mean RSS, mean anonymous RSS, peak RSS, OOM kills; reads in the window (requests, bytes); for ours events delivered/min and keys reconciled for them/min:\n", last.n, s.name)
+		fmt.Fprintf(out, "\nN=%d, %s, per process: mean RSS, mean anonymous RSS, peak RSS, restarts (an OOM kill for its memory limit or another exit); reads in the window (requests, bytes); for ours events delivered/min and keys reconciled for them/min:\n", last.n, s.name)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		names := make([]string, 0, len(s.res.peaks))
 		for name := range s.res.peaks {
@@ -71,8 +72,9 @@ func report(out io.Writer, opts options, results []sizeResult) {
 		_ = tw.Flush()
 		fmt.Fprintf(out, "  reads in the window by verb and resource (top 12): %s\n", topCalls(sum(s.res.reads), 12))
 		for _, l := range s.res.long {
-			t := l.reads.Total()
-			fmt.Fprintf(out, "  long sweep %s (every %s): %d requests, %s read, %.1f CPU-s\n", l.sweep.name, l.sweep.period, t.Requests, benchkit.Bytes(t.Bytes), l.cpu.Seconds())
+			requests, bytes := s.res.net(l, opts.window)
+			fmt.Fprintf(out, "  long sweep %s (every %s), beyond its function's steady rate: %.0f requests, %s read; its function's CPU meanwhile %.1f s (%s)\n",
+				l.sweep.name, l.sweep.period, requests, benchkit.Bytes(int64(bytes)), l.cpu.Seconds(), l.window.Round(time.Second))
 		}
 	}
 

@@ -84,6 +84,9 @@ type Config struct {
 type ResourceWatch struct {
 	apiserver.ResourceWatch
 	FieldSelector string `json:"fieldSelector,omitempty"`
+	// Changes are the parts of an object (function.Changes) whose change the source tells of
+	// each update, each as its function.ChangeAttribute; none when empty.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // AdapterEnvs are the modes' watches the process's environment configures, one per mode
@@ -313,7 +316,7 @@ func watchCluster(ctx context.Context, opts Options, cfg *rest.Config, t tenant.
 	for _, a := range opts.Adapters {
 		for _, r := range a.Config.Resources {
 			w := &watcher{
-				res: clients.resource(r.GVR), selector: r.LabelSelector, fieldSelector: r.FieldSelector, source: cfg.Host, name: a.Env.GetName(),
+				res: clients.resource(r.GVR), selector: r.LabelSelector, fieldSelector: r.FieldSelector, changes: newChangeTracker(r.Changes), source: cfg.Host, name: a.Env.GetName(),
 				ref: a.Config.EventMode == sourcesv1.ReferenceMode, sink: sink, log: log.With("resource", r.GVR.String()),
 			}
 			wg.Go(func() { w.run(ctx) })

@@ -45,9 +45,11 @@ type watcher struct {
 	// carry into its metrics' tags.
 	name string
 	// ref sends references (Reference mode) instead of the objects.
-	ref  bool
-	sink cloudevents.Client
-	log  *zap.SugaredLogger
+	ref bool
+	// changes tells which parts of an object each event changed; nil tells nothing.
+	changes *changeTracker
+	sink    cloudevents.Client
+	log     *zap.SugaredLogger
 	// watchTimeout is the shortest a watch asks the server to run (minWatchTimeout when zero).
 	watchTimeout time.Duration
 	// clock times the backoffs and the rechecks (the real one when nil).
@@ -116,6 +118,7 @@ func (w *watcher) run(ctx context.Context) {
 		case apierrors.IsResourceExpired(ended) || apierrors.IsGone(ended):
 			w.log.Infow("the watch's place is gone; watching from now", "error", ended)
 			version = ""
+			w.changes.forget()
 		default:
 			w.log.Infow("the watch failed; resuming", "error", ended)
 			w.sleep(ctx, backoff.Step())
@@ -169,24 +172,26 @@ func (w *watcher) watchFrom(ctx context.Context, version string) (string, error)
 		version = obj.GetResourceVersion()
 		switch e.Type {
 		case watch.Added:
-			w.send(events.MakeAddEvent, obj)
+			w.send(events.MakeAddEvent, obj, false)
 		case watch.Modified:
-			w.send(events.MakeUpdateEvent, obj)
+			w.send(events.MakeUpdateEvent, obj, false)
 		case watch.Deleted:
-			w.send(events.MakeDeleteEvent, obj)
+			w.send(events.MakeDeleteEvent, obj, true)
 		}
 	}
 }
 
 // send sends the event make makes of obj, as Knative's adapter's delegate does: a new ID, the
-// retries make's context asks for; a failure is logged (the sweeps converge what it misses).
-func (w *watcher) send(make func(source, name string, obj any, ref bool) (context.Context, cloudevents.Event, error), obj *unstructured.Unstructured) {
+// retries make's context asks for, and which parts changed; a failure is logged (the sweeps
+// converge what it misses).
+func (w *watcher) send(make func(source, name string, obj any, ref bool) (context.Context, cloudevents.Event, error), obj *unstructured.Unstructured, deleted bool) {
 	ctx, event, err := make(w.source, w.name, obj, w.ref)
 	if err != nil {
 		w.log.Infow("event creation failed", zap.Error(err))
 		return
 	}
 	event.SetID(uuid.New().String())
+	w.changes.mark(&event, obj, deleted)
 	if result := w.sink.Send(ctx, event); !cloudevents.IsACK(result) {
 		w.log.Errorw("failed to send cloudevent", zap.Error(result), zap.String("subject", event.Subject()), zap.String("id", event.ID()))
 	}

@@ -144,6 +144,10 @@ type Watch struct {
 	// distinct selector of all functions (once, unfiltered, when any watch has none), so the
 	// predicate must still decide what is relevant.
 	LabelSelector string
+	// Changes are what of an updated object the watch acts on (changes.go); empty means every
+	// update. The predicate still decides: the plumbing drops only the updates that change none
+	// of these parts.
+	Changes Changes
 }
 
 // Reconciler is one of the function's reconcilers (Gardener's controllers host several).
@@ -499,6 +503,29 @@ func (f *Function) WatchedKinds(c Cluster) []Kind {
 	return kinds
 }
 
+// ChangesOf says whether the function's Trigger filters the updates of kind k on cluster c
+// (Watch.Changes), and on which parts: the union of its watches' of the kind. It filters none
+// when any of those watches names no Changes; it filters every update away when all of them act
+// on adds and deletes only (NoUpdates: then parts is empty).
+func (f *Function) ChangesOf(c Cluster, k Kind) (parts []string, filtered bool) {
+	for _, w := range f.Watches {
+		if clusterOrSource(w.Cluster) != c || w.Kind.GroupVersionKind != k.GroupVersionKind {
+			continue
+		}
+		if len(w.Changes) == 0 {
+			return nil, false
+		}
+		filtered = true
+		for _, part := range w.Changes.Parts() {
+			if !slices.Contains(parts, part) {
+				parts = append(parts, part)
+			}
+		}
+	}
+	slices.Sort(parts)
+	return parts, filtered
+}
+
 func clusterOrSource(c Cluster) Cluster {
 	if c == "" {
 		return Source
@@ -579,6 +606,9 @@ func (f *Function) Validate() error {
 	}
 	for _, w := range f.Watches {
 		what := fmt.Sprintf("watch of %s for %q", w.Kind.Kind, w.Reconciler)
+		if err := w.Changes.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
 		if !names[w.Reconciler] {
 			errs = append(errs, fmt.Errorf("%s: no such reconciler", what))
 		}

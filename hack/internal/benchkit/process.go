@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,37 +18,107 @@ import (
 
 // Process is one always-on process of a side: what a pod of it would be.
 type Process struct {
-	Name   string
+	Name string
+	Log  string
+
+	mu     sync.Mutex
 	cmd    *exec.Cmd
-	Log    string
 	exited chan error
+	// supervised restarts the process when it exits (Supervise); stopping is set by Stop.
+	supervised, stopping bool
+	onStart              func(pid int) error
+	restarts             int
+	restartFailed        error
+	// earlier are the CPU time and the peak of the processes that ran before a restart.
+	earlierCPU  time.Duration
+	earlierPeak int64
 }
 
 // Start runs cmd with its output in logPath.
 func Start(name string, cmd *exec.Cmd, logPath string) (*Process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
+	p := &Process{Name: name, Log: logPath}
+	if err := p.launch(cmd, os.O_CREATE|os.O_TRUNC|os.O_WRONLY); err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// launch starts cmd, its output appended to the log (flags), and waits for it in the background;
+// a supervised process that exits is started again, as the kubelet restarts a container.
+func (p *Process) launch(cmd *exec.Cmd, flags int) error {
+	logFile, err := os.OpenFile(p.Log, flags, 0o644)
+	if err != nil {
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", p.Name, err)
 	}
-	p := &Process{Name: name, cmd: cmd, Log: logPath, exited: make(chan error, 1)}
+	exited := make(chan error, 1)
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	onStart := p.onStart
+	p.mu.Unlock()
+	if onStart != nil {
+		if err := onStart(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+		}
+	}
 	go func() {
 		err := cmd.Wait()
 		_ = logFile.Close()
-		p.exited <- err
-		close(p.exited)
+		p.mu.Lock()
+		restart := p.supervised && !p.stopping
+		if restart {
+			p.restarts++
+			if state := cmd.ProcessState; state != nil {
+				p.earlierCPU += state.UserTime() + state.SystemTime()
+				if usage, ok := state.SysUsage().(*syscall.Rusage); ok {
+					p.earlierPeak = max(p.earlierPeak, usage.Maxrss*1024)
+				}
+			}
+		}
+		p.mu.Unlock()
+		if restart {
+			again := exec.Command(cmd.Path, cmd.Args[1:]...)
+			again.Env, again.Dir = cmd.Env, cmd.Dir
+			if err := p.launch(again, os.O_APPEND|os.O_WRONLY); err != nil {
+				p.mu.Lock()
+				p.restartFailed = err
+				p.mu.Unlock()
+			}
+		}
+		exited <- err
+		close(exited)
 	}()
-	return p, nil
+	return nil
+}
+
+// Supervise restarts the process whenever it exits until Stop, running onStart (e.g. putting it
+// into its memory cgroup) for it now and for each new process.
+func (p *Process) Supervise(onStart func(pid int) error) error {
+	p.mu.Lock()
+	p.supervised, p.onStart = true, onStart
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	return onStart(pid)
+}
+
+// Restarts is how often a supervised process was started again.
+func (p *Process) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
 }
 
 // WaitReady polls url until it answers 200, the process exits or timeout passes.
 func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
 	for {
 		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody); err == nil {
 			if resp, err := readinessClient.Do(req); err == nil {
@@ -58,7 +129,7 @@ func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Durati
 			}
 		}
 		select {
-		case err := <-p.exited:
+		case err := <-exited:
 			return fmt.Errorf("%s exited before it was ready (%v); its log ends:\n%s", p.Name, err, Tail(p.Log))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready within %s; its log ends:\n%s", p.Name, timeout, Tail(p.Log))
@@ -93,10 +164,20 @@ func Save(ctx context.Context, url, path string) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
-// Alive says whether the process still runs; an exit is an error of the run.
+// Alive says whether the process still runs; an exit is an error of the run, unless the process
+// is supervised and was started again.
 func (p *Process) Alive() error {
+	p.mu.Lock()
+	exited, supervised, failed := p.exited, p.supervised, p.restartFailed
+	p.mu.Unlock()
+	if failed != nil {
+		return fmt.Errorf("%s exited and could not be started again: %w", p.Name, failed)
+	}
+	if supervised {
+		return nil
+	}
 	select {
-	case err := <-p.exited:
+	case err := <-exited:
 		return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.Name, err, Tail(p.Log))
 	default:
 		return nil
@@ -105,12 +186,16 @@ func (p *Process) Alive() error {
 
 // Stop ends the process with SIGTERM, as Kubernetes ends a pod, and SIGKILL after 10 s.
 func (p *Process) Stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.mu.Lock()
+	p.stopping = true
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.exited:
+	case <-exited:
 	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }
 
@@ -126,8 +211,18 @@ type Usage struct {
 // supports.
 const clockTicks = 100
 
+// Usage is the process's now, the CPU time and the peak of those before a restart included.
 func (p *Process) Usage() (Usage, error) {
-	pid := p.cmd.Process.Pid
+	p.mu.Lock()
+	pid, earlierCPU, earlierPeak := p.cmd.Process.Pid, p.earlierCPU, p.earlierPeak
+	p.mu.Unlock()
+	u, err := usageOf(pid)
+	u.CPU += earlierCPU
+	u.Peak = max(u.Peak, earlierPeak)
+	return u, err
+}
+
+func usageOf(pid int) (Usage, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return Usage{}, err
@@ -202,4 +297,8 @@ func LiveHeap(path string) (int64, error) {
 }
 
 // Pid is the process's ID.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}

@@ -58,7 +58,8 @@ var Function = &function.Function{
 	}},
 	Watches: []function.Watch{
 		{Kind: kinds.Bastion, Reconciler: "main", Predicate: BastionPredicate},
-		{Kind: kinds.Shoot, Reconciler: "main", Predicate: ShootPredicate, Map: MapShootToBastions},
+		{Kind: kinds.Shoot, Reconciler: "main", Predicate: ShootPredicate, Map: MapShootToBastions,
+			Changes: function.Changes{function.ChangedMetadata, function.ChangedSpec, function.StatusField("seedName")}},
 	},
 	Sweeps: []function.Sweep{{
 		Name: "resync", Schedule: "* * * * *", Reconciler: "main",

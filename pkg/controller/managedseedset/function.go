@@ -79,7 +79,8 @@ var Function = &function.Function{
 	}},
 	Watches: []function.Watch{
 		{Kind: kinds.ManagedSeedSet, Reconciler: "main", Predicate: SetPredicate},
-		{Kind: kinds.Shoot, Reconciler: "main", Predicate: ControlledBySet, Map: MapShoot},
+		{Kind: kinds.Shoot, Reconciler: "main", Predicate: ControlledBySet, Map: MapShoot,
+			Changes: function.Changes{function.ChangedMetadata, function.ChangedSpec, function.StatusField("observedGeneration"), function.StatusField("lastOperation")}},
 		{Kind: kinds.ManagedSeed, Reconciler: "main", Predicate: ControlledBySet, Map: MapManagedSeed},
 		{Kind: kinds.Seed, Reconciler: "main", Predicate: SeedPredicate, Map: MapSeed},
 	},

@@ -145,10 +145,17 @@ func (p *Protection) Function() *function.Function {
 		}},
 	}
 	for _, ref := range p.Referrers {
+		// References live in the referrers' specs: an update that changes no spec releases
+		// nothing, and an immutable reference is released by the referrer's deletion alone.
+		changes := function.Changes{function.ChangedSpec}
+		if ref.ReferenceMayHaveChanged == nil {
+			changes = function.NoUpdates
+		}
 		fn.Watches = append(fn.Watches, function.Watch{
 			Kind: ref.Kind, Reconciler: ReconcilerName,
 			Predicate: ref.mayRelease,
 			Map:       p.referrerMapper(ref),
+			Changes:   changes,
 		})
 		// References live in the referrers' specs, so they are listed in full.
 		fn.Sweeps[0].Related = append(fn.Sweeps[0].Related, function.List{

@@ -43,7 +43,7 @@ var Function = &function.Function{
 		// A ShootState has its Shoot's namespace and name: the event's key is the ShootState's.
 		{Kind: kinds.Shoot, Reconciler: Name, Predicate: ShootPredicate, Map: func(_ context.Context, _ client.Reader, ev function.Event) ([]function.Key, error) {
 			return []function.Key{ev.Key}, nil
-		}},
+		}, Changes: function.Changes{function.StatusField("lastOperation")}},
 	},
 	Sweeps: []function.Sweep{{
 		// Every minute, every ShootState (metadata only: their state data can be large, and

@@ -19,13 +19,13 @@ import (
 // only, so Gardener's "this field changed" predicates become "a change may be unobserved"
 // predicates (see the docs); the sweep catches what they let pass unnoticed.
 var Watches = []function.Watch{
-	{Kind: kinds.Seed, Reconciler: ReconcilerName, Predicate: SeedPredicate},
+	{Kind: kinds.Seed, Reconciler: ReconcilerName, Predicate: SeedPredicate, Changes: function.Changes{function.ChangedMetadata, function.ChangedSpec}},
 	{Kind: kinds.ControllerRegistration, Reconciler: AllSeedsReconcilerName, Predicate: NotDeleted},
 	{Kind: kinds.ControllerDeployment, Reconciler: AllSeedsReconcilerName, Predicate: NotDeleted, Map: MapControllerDeploymentToRegistration},
-	{Kind: kinds.BackupBucket, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapToSpecSeed},
-	{Kind: kinds.BackupEntry, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapToSpecSeed},
-	{Kind: kinds.Shoot, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapShootToSeeds},
-	{Kind: kinds.ControllerInstallation, Reconciler: ReconcilerName, Predicate: ControllerInstallationPredicate, Map: MapControllerInstallationToSeed},
+	{Kind: kinds.BackupBucket, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapToSpecSeed, Changes: function.Changes{function.ChangedSpec}},
+	{Kind: kinds.BackupEntry, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapToSpecSeed, Changes: function.Changes{function.ChangedSpec}},
+	{Kind: kinds.Shoot, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapShootToSeeds, Changes: function.Changes{function.ChangedSpec, function.StatusField("seedName")}},
+	{Kind: kinds.ControllerInstallation, Reconciler: ReconcilerName, Predicate: ControllerInstallationPredicate, Map: MapControllerInstallationToSeed, Changes: function.Changes{function.StatusField("conditions")}},
 }
 
 // SweepName names the main reconciler's sweep.

@@ -45,7 +45,7 @@ func NewFunction(k Kind) *function.Function {
 		}},
 		Watches: []function.Watch{
 			{Kind: k.Binding, Reconciler: "main", Predicate: BindingPredicate},
-			{Kind: kinds.Shoot, Reconciler: "main", Predicate: k.ShootPredicate, Map: k.MapShootToDeletingBinding},
+			{Kind: kinds.Shoot, Reconciler: "main", Predicate: k.ShootPredicate, Map: k.MapShootToDeletingBinding, Changes: function.NoUpdates},
 		},
 		Sweeps: []function.Sweep{{
 			Name: "resync", Schedule: k.Schedule, Reconciler: "main",

@@ -73,8 +73,8 @@ func evidenceMeta(obj client.Object) metav1.ObjectMeta {
 // Watches feed the reconciler named reconciler with the events that count as activity.
 func Watches(reconciler string) []function.Watch {
 	watches := []function.Watch{
-		{Kind: kinds.Shoot, Reconciler: reconciler, Predicate: CreatedDeletedOrSpecChanged, Map: MapToProject},
-		{Kind: kinds.BackupEntry, Reconciler: reconciler, Predicate: CreatedDeletedOrSpecChanged, Map: MapToProject},
+		{Kind: kinds.Shoot, Reconciler: reconciler, Predicate: CreatedDeletedOrSpecChanged, Map: MapToProject, Changes: function.Changes{function.ChangedSpec}},
+		{Kind: kinds.BackupEntry, Reconciler: reconciler, Predicate: CreatedDeletedOrSpecChanged, Map: MapToProject, Changes: function.Changes{function.ChangedSpec}},
 		{Kind: kinds.Quota, Reconciler: reconciler, Predicate: ReferencedByBinding, Map: MapToProject},
 	}
 	// Secrets are confidential: their events carry only a reference, so the predicate cannot see

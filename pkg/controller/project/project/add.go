@@ -30,10 +30,11 @@ const ResyncSweepName = "resync"
 // whose spec changed or that are being deleted, the deletion of a project's Namespace, changes
 // of its RoleBindings, and the deletion of the last Shoot of a project being deleted.
 var Watches = []function.Watch{
-	{Kind: kinds.Project, Reconciler: ReconcilerName, Predicate: ProjectPredicate},
+	{Kind: kinds.Project, Reconciler: ReconcilerName, Predicate: ProjectPredicate,
+		Changes: function.Changes{function.ChangedMetadata, function.ChangedSpec, function.StatusField("phase"), function.StatusField("observedGeneration")}},
 	{Kind: kinds.Namespace, Reconciler: ReconcilerName, Predicate: NamespacePredicate, Map: MapToControllingProject},
 	{Kind: kinds.RoleBinding, Reconciler: ReconcilerName, Predicate: RoleBindingPredicate, Map: MapRoleBindingToProject},
-	{Kind: kinds.Shoot, Reconciler: ReconcilerName, Predicate: ShootPredicate, Map: MapShootToProjectInDeletion},
+	{Kind: kinds.Shoot, Reconciler: ReconcilerName, Predicate: ShootPredicate, Map: MapShootToProjectInDeletion, Changes: function.NoUpdates},
 }
 
 // Sweeps is the resync sweep: every project against one LIST of each kind the reconciler reads,

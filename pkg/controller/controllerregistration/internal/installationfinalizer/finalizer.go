@@ -135,8 +135,8 @@ func (f *Finalizer) Declaration(reconcilerName, sweepName, schedule string) (fun
 		},
 	}
 	watches := []function.Watch{
-		{Kind: f.Kind, Reconciler: reconcilerName, Predicate: f.Predicate},
-		{Kind: kinds.ControllerInstallation, Reconciler: reconcilerName, Predicate: InstallationDeleted, Map: f.MapInstallation},
+		{Kind: f.Kind, Reconciler: reconcilerName, Predicate: f.Predicate, Changes: function.Changes{function.ChangedMetadata}},
+		{Kind: kinds.ControllerInstallation, Reconciler: reconcilerName, Predicate: InstallationDeleted, Map: f.MapInstallation, Changes: function.NoUpdates},
 	}
 	sweep := function.Sweep{
 		Name: sweepName, Schedule: schedule, Reconciler: reconcilerName,

@@ -112,7 +112,11 @@ func (ch *churn) shootStatus(ctx context.Context, i int) error {
 	return ch.c.Status().Patch(ctx, sh, mergePatch(patch))
 }
 
-// shootSpec is a user's change of a Shoot's spec: a worker pool's maximum.
+// observeAfter is how long gardenlet takes to observe a Shoot's new spec (status.observedGeneration).
+const observeAfter = 30 * time.Second
+
+// shootSpec is a user's change of a Shoot's spec (a worker pool's maximum), and gardenlet
+// observing it observeAfter later.
 func (ch *churn) shootSpec(ctx context.Context, i int) error {
 	key := ch.s.shootKey((i * 7919) % ch.s.shoots) // spread over the Shoots
 	sh := &gardencorev1beta1.Shoot{}
@@ -121,7 +125,15 @@ func (ch *churn) shootSpec(ctx context.Context, i int) error {
 	}
 	before := sh.DeepCopy()
 	sh.Spec.Provider.Workers[0].Maximum = 10 + int32(time.Now().Unix()%10)
-	return ch.c.Patch(ctx, sh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err := ch.c.Patch(ctx, sh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(observeAfter):
+	}
+	return ch.c.Status().Patch(ctx, sh, mergePatch(fmt.Sprintf(`{"status":{"observedGeneration":%d}}`, sh.Generation)))
 }
 
 func (ch *churn) lease(ctx context.Context, i int) error {

@@ -3,6 +3,7 @@ package function
 import (
 	"testing"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,4 +78,35 @@ func TestChangesOfAFunctionsKind(t *testing.T) {
 	assert.False(t, filtered, "a watch of every update lets every update through")
 	_, filtered = fn.ChangesOf(Target, shoot)
 	require.False(t, filtered, "no watch on the target")
+}
+
+// Inside the function, an update the source told of reaches only the watches whose parts it
+// changed: the Trigger lets through what any watch of the function acts on.
+func TestAnUpdateConcernsTheWatchesOfThePartsItChanged(t *testing.T) {
+	update := Event{changed: map[string]bool{"chspec": false, "chmetadata": true}}
+	assert.True(t, update.mayConcern(nil), "a watch of every update")
+	assert.True(t, update.mayConcern(Changes{ChangedMetadata}))
+	assert.False(t, update.mayConcern(Changes{ChangedSpec}), "a metadata write, as a finalizer patch")
+	assert.True(t, update.mayConcern(Changes{ChangedSpec, ChangedMetadata}))
+	assert.True(t, update.mayConcern(Changes{StatusField("seedName")}), "a part the source told nothing of")
+	assert.False(t, update.mayConcern(NoUpdates))
+	assert.True(t, Event{}.mayConcern(Changes{ChangedSpec}), "an event of an older source, which tells nothing")
+	assert.True(t, Event{Created: true}.mayConcern(NoUpdates))
+	assert.True(t, Event{Deleted: true, changed: map[string]bool{"chspec": false}}.mayConcern(Changes{ChangedSpec}))
+}
+
+func TestAnEventCarriesWhatTheSourceToldOfItsChanges(t *testing.T) {
+	e := cloudevents.NewEvent()
+	e.SetID("1")
+	e.SetSource("test")
+	e.SetType(ResourceUpdateEventType)
+	e.SetExtension("chspec", "false")
+	e.SetExtension("chseedname", "true")
+	require.NoError(t, e.SetData(cloudevents.ApplicationJSON, map[string]any{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot", "metadata": map[string]any{"namespace": "garden-a", "name": "a"}}))
+	ev, ok, err := eventOf(e)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, map[string]bool{"chspec": false, "chseedname": true}, ev.changed)
+	assert.False(t, ev.mayConcern(Changes{ChangedSpec}))
+	assert.True(t, ev.mayConcern(Changes{StatusField("seedName")}))
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +92,17 @@ func eventOf(e cloudevents.Event) (ev Event, ok bool, err error) {
 			ev.Cluster = Garden
 		default:
 			return Event{}, true, rejected("unknown %s extension %q", ClusterExtension, c)
+		}
+	}
+	for name, value := range e.Extensions() {
+		if !strings.HasPrefix(name, changeAttributePrefix) {
+			continue
+		}
+		if changed, err := strconv.ParseBool(fmt.Sprint(value)); err == nil {
+			if ev.changed == nil {
+				ev.changed = map[string]bool{}
+			}
+			ev.changed[name] = changed
 		}
 	}
 	if t, ok := e.Extensions()[TenantExtension]; ok {

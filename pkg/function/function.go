@@ -119,6 +119,26 @@ type Event struct {
 	// It may be older than what the API server holds: use it to filter and map, not to decide.
 	// Nil for Reference-mode events.
 	Object *unstructured.Unstructured
+	// changed are the change attributes the source set (ChangeAttribute: whether the update
+	// changed the part), by attribute; nil when it told of none.
+	changed map[string]bool
+}
+
+// mayConcern says whether an update may concern a watch of changes: false for a watch of no
+// updates, and where the source told of every part the watch acts on that the update did not
+// change it; true for adds, deletes, a watch of every update, and a part the source told nothing
+// of (its Trigger lets through only what changed a part of the function's; this sorts out its
+// watches).
+func (ev Event) mayConcern(changes Changes) bool {
+	if ev.Created || ev.Deleted || len(changes) == 0 {
+		return true
+	}
+	for _, part := range changes.Parts() {
+		if changed, told := ev.changed[ChangeAttribute(part)]; !told || changed {
+			return true
+		}
+	}
+	return false
 }
 
 // Predicate says whether an event can matter to a watch; it runs before any API request, on

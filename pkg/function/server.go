@@ -330,6 +330,12 @@ func (s *Server) HandleEvent(ctx context.Context, ev Event) error {
 				continue
 			}
 		}
+		if !ev.mayConcern(w.Changes) {
+			// An update that changed no part the watch acts on: another watch's of the function
+			// let it through the Trigger.
+			s.metrics.filtered.WithLabelValues(w.Reconciler, ev.Kind.Kind).Inc()
+			continue
+		}
 		if w.Predicate != nil {
 			pass, err := safely(func() (bool, error) { return w.Predicate(ev), nil })
 			if err != nil {

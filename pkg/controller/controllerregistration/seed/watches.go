@@ -20,8 +20,12 @@ import (
 // predicates (see the docs); the sweep catches what they let pass unnoticed.
 var Watches = []function.Watch{
 	{Kind: kinds.Seed, Reconciler: ReconcilerName, Predicate: SeedPredicate, Changes: function.Changes{function.ChangedMetadata, function.ChangedSpec}},
-	{Kind: kinds.ControllerRegistration, Reconciler: AllSeedsReconcilerName, Predicate: NotDeleted},
-	{Kind: kinds.ControllerDeployment, Reconciler: AllSeedsReconcilerName, Predicate: NotDeleted, Map: MapControllerDeploymentToRegistration},
+	// A change of a registration or deployment lists the whole garden (AllSeeds): only their
+	// specs (all but metadata and status) can change what a seed needs; the function's own
+	// finalizer patches of every registration must not each load the garden again (at 1,000
+	// Shoots, 20 such loads at once were over the function's memory limit: docs/testing.md).
+	{Kind: kinds.ControllerRegistration, Reconciler: AllSeedsReconcilerName, Predicate: NotDeleted, Changes: function.Changes{function.ChangedSpec}},
+	{Kind: kinds.ControllerDeployment, Reconciler: AllSeedsReconcilerName, Predicate: NotDeleted, Map: MapControllerDeploymentToRegistration, Changes: function.Changes{function.ChangedSpec}},
 	{Kind: kinds.BackupBucket, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapToSpecSeed, Changes: function.Changes{function.ChangedSpec}},
 	{Kind: kinds.BackupEntry, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapToSpecSeed, Changes: function.Changes{function.ChangedSpec}},
 	{Kind: kinds.Shoot, Reconciler: ReconcilerName, Predicate: SpecUnobserved, Map: MapShootToSeeds, Changes: function.Changes{function.ChangedSpec, function.StatusField("seedName")}},

@@ -3,6 +3,7 @@ package seed
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/gardener-knative/gardener-knative/pkg/function"
 )
@@ -25,19 +26,51 @@ func blocked(err error) error { return function.Terminal(&blockedError{err}) }
 // ControllerRegistration's or ControllerDeployment's event to a reconcile of every seed, each
 // from its cache; reconciling a hundred seeds live within one event's budget would cost nine
 // requests each, so the pass lists each kind once instead, as the sweep does.
+//
+// One pass runs at a time in a process, and the reconciles that waited for it are served by the
+// next pass that begins after they arrived: a pass holds the whole garden (every Shoot in full),
+// and a burst of registration events (an operator applying many at once) would otherwise hold
+// one garden per concurrent request (20 of them at 1,000 Shoots were over the function's memory
+// limit: docs/testing.md).
 type AllSeeds struct {
 	*Reconciler
+	// pass is held by the running pass; arrivals numbers the reconciles as they arrive, and
+	// served is the arrival number at the start of the latest pass that succeeded.
+	pass     chan struct{}
+	arrivals atomic.Uint64
+	served   atomic.Uint64
 }
 
 // NewAllSeeds builds the reconciler.
 func NewAllSeeds(deps function.Deps) (function.Handler, error) {
 	r, _ := New(deps)
-	return &AllSeeds{Reconciler: r.(*Reconciler)}, nil
+	return &AllSeeds{Reconciler: r.(*Reconciler), pass: make(chan struct{}, 1)}, nil
 }
 
 // Reconcile ignores which registration the key names: any change of one may change any seed's
-// installations.
+// installations. It waits for a running pass, and is done if a pass that began after it arrived
+// succeeded meanwhile (that pass read the change live).
 func (a *AllSeeds) Reconcile(ctx context.Context, req function.Request) error {
+	arrival := a.arrivals.Add(1)
+	select {
+	case a.pass <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-a.pass }()
+	if a.served.Load() >= arrival {
+		return nil
+	}
+	began := a.arrivals.Load()
+	if err := a.convergeAll(ctx, req); err != nil {
+		return err
+	}
+	a.served.Store(began)
+	return nil
+}
+
+// convergeAll converges every seed from one listing of the garden.
+func (a *AllSeeds) convergeAll(ctx context.Context, req function.Request) error {
 	garden, err := LoadGarden(ctx, req.Reader)
 	if err != nil {
 		return err

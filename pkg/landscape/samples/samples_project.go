@@ -30,8 +30,7 @@ func projectSamples(ctx context.Context, c client.Client) error {
 		"gardener.cloud/role": "project", "project.gardener.cloud/name": "sample-adopted",
 	}}}
 	unlabelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden-sample-unlabelled", Labels: map[string]string{"team": "someone-else"}}}
-	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: adoptable.Name}}
-	for _, obj := range []client.Object{adoptable, unlabelled, shoot} {
+	for _, obj := range []client.Object{adoptable, unlabelled} {
 		if err := client.IgnoreAlreadyExists(c.Create(ctx, obj)); err != nil {
 			return err
 		}
@@ -65,5 +64,9 @@ func projectSamples(ctx context.Context, c client.Client) error {
 			return err
 		}
 	}
-	return nil
+	// The Shoot comes after its Project, so that its creation is the Project's activity in every
+	// run: created before, its event might find no Project yet (as in Gardener, activity before
+	// a Project exists is none), and whether it did would depend on timing.
+	shoot := &gardencorev1beta1.Shoot{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: adoptable.Name}}
+	return client.IgnoreAlreadyExists(c.Create(ctx, shoot))
 }

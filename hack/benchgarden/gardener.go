@@ -81,15 +81,9 @@ func (r *run) measureGardener(ctx context.Context) (res sideResult, err error) {
 		return res, err
 	}
 	defer s.stop()
-	res.processes = len(s.procs)
-	if err := wait(ctx, r.opts.warmup, s.procs); err != nil {
+	if res, err = r.measureWindow(ctx, s, func() {}); err != nil {
 		return res, err
 	}
-	res.startup = s.counts()
-	if res.window, err = benchkit.Measure(ctx, s.procs, r.opts.window); err != nil {
-		return res, err
-	}
-	res.reads = minus(s.counts(), res.startup)
 	if res.peaks, res.oomKills, err = peaksAndKills(s); err != nil {
 		return res, err
 	}

@@ -264,18 +264,11 @@ func (r *run) measureOurs(ctx context.Context) (res sideResult, err error) {
 		return res, err
 	}
 	defer s.stop()
-	res.processes = len(s.procs)
-	if err := wait(ctx, r.opts.warmup, s.procs); err != nil {
+	var before map[string]counters
+	if res, err = r.measureWindow(ctx, s, func() { before = scrapeAll(ctx, s.metrics) }); err != nil {
 		return res, err
 	}
-	res.startup = s.counts()
-	before := scrapeAll(ctx, s.metrics)
-	if res.window, err = benchkit.Measure(ctx, s.procs, r.opts.window); err != nil {
-		return res, err
-	}
-	after := scrapeAll(ctx, s.metrics)
-	res.reads = minus(s.counts(), res.startup)
-	res.events = deliveredBetween(before, after)
+	res.events = deliveredBetween(before, scrapeAll(ctx, s.metrics))
 	fmt.Fprintf(r.log, "bench-garden: N=%d: ours: window done; firing %d long sweeps\n", r.n, len(long))
 	if res.long, err = r.fireLong(ctx, s, long); err != nil {
 		return res, err
@@ -285,6 +278,22 @@ func (r *run) measureOurs(ctx context.Context) (res sideResult, err error) {
 		return res, err
 	}
 	res.perHour = perHour(res, r.opts.window)
+	return res, nil
+}
+
+// measureWindow runs a started side through its warm-up and its window: the reads of its start
+// apart from the window's. atWindow runs as the window begins.
+func (r *run) measureWindow(ctx context.Context, s *side, atWindow func()) (res sideResult, err error) {
+	res.processes = len(s.procs)
+	if err := wait(ctx, r.opts.warmup, s.procs); err != nil {
+		return res, err
+	}
+	res.startup = s.counts()
+	atWindow()
+	if res.window, err = benchkit.Measure(ctx, s.procs, r.opts.window); err != nil {
+		return res, err
+	}
+	res.reads = minus(s.counts(), res.startup)
 	return res, nil
 }
 

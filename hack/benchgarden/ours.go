@@ -69,7 +69,7 @@ type sweepSchedule struct {
 // schedules are the PingSources of the runtime functions as config/ deploys them, with their
 // periods.
 func schedules() ([]sweepSchedule, error) {
-	fns, err := declarations()
+	fns, err := benchkit.Declarations(runtimeFunctions)
 	if err != nil {
 		return nil, err
 	}
@@ -100,18 +100,6 @@ func schedules() ([]sweepSchedule, error) {
 			period: schedule.Next(first).Sub(first)})
 	}
 	return out, nil
-}
-
-func declarations() ([]*function.Function, error) {
-	var fns []*function.Function
-	for _, name := range runtimeFunctions {
-		fn, ok := functions.ByName(name)
-		if !ok {
-			return nil, fmt.Errorf("no function %s", name)
-		}
-		fns = append(fns, fn)
-	}
-	return fns, nil
 }
 
 // functionSettings are what config/ leaves to the operator and the benchmark sets on both sides

@@ -139,7 +139,7 @@ func runBroker(raw string) error {
 		return fmt.Errorf("%s: %w", BrokerRoleEnv, err)
 	}
 	ServeProfiles(spec.Debug)
-	fns, err := declarations(spec.Functions)
+	fns, err := Declarations(spec.Functions)
 	if err != nil {
 		return err
 	}
@@ -167,8 +167,8 @@ func runBroker(raw string) error {
 	return nil
 }
 
-// declarations are the functions named.
-func declarations(names []string) ([]*function.Function, error) {
+// Declarations are the functions named, from the registry.
+func Declarations(names []string) ([]*function.Function, error) {
 	var fns []*function.Function
 	for _, name := range names {
 		fn, ok := functions.ByName(name)
@@ -195,7 +195,7 @@ func runSource(raw string) error {
 		return err
 	}
 	bootstrap.Unthrottled(cfg)
-	fns, err := declarations(spec.Functions)
+	fns, err := Declarations(spec.Functions)
 	if err != nil {
 		return err
 	}
